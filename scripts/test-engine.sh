@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Provision a private Docker Engine for the test suite and the demo.
+#
+#   scripts/test-engine.sh start    install (once) and start; prints the endpoint last
+#   scripts/test-engine.sh stop     stop the engine this script started
+#   scripts/test-engine.sh status   exit 0 when the private engine answers /_ping
+#   scripts/test-engine.sh endpoint print the endpoint (unix:///abs/path.sock)
+#
+# If AGENTCELL_TEST_ENGINE=unix:///abs/path.sock is set, that engine is used as is: nothing
+# is installed or started, and `stop` leaves it alone.
+#
+# Otherwise Docker Engine comes from Debian packages, unpacked into a private prefix
+# (never installed system-wide) and started on a private socket, data root and exec root.
+# /var/run/docker.sock is never touched. Facts this relies on (measured on Debian 12 build
+# machines): sid's docker.io + containerd run on Debian 12's glibc, sid's runc does not (it
+# needs glibc 2.38), so Debian 12's runc is used; dockerd needs iptables for bridge
+# networks. If sid's engine does not start, Debian 13's docker.io + containerd are used.
+#
+# Environment (all optional):
+#   AGENTCELL_ENGINE_HOME   prefix for packages, unpacked files, data root and log
+#                           (default /var/lib/agentcell-test-engine)
+#   AGENTCELL_ENGINE_RUN    runtime dir: socket, exec root, pid file
+#                           (default /run/agentcell-test-engine)
+#   AGENTCELL_ENGINE_SUITE  debian suite for docker.io/containerd: sid or trixie (default sid)
+set -euo pipefail
+
+HOME_DIR=${AGENTCELL_ENGINE_HOME:-/var/lib/agentcell-test-engine}
+RUN_DIR=${AGENTCELL_ENGINE_RUN:-/run/agentcell-test-engine}
+SUITE=${AGENTCELL_ENGINE_SUITE:-sid}
+SOCK="$RUN_DIR/docker.sock"
+PIDFILE="$RUN_DIR/dockerd.pid"
+LOG="$HOME_DIR/dockerd-$SUITE.log"
+ROOT="$HOME_DIR/root-$SUITE"
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+
+say() { printf 'test-engine: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+apt_private() { # suite, then apt-get args: apt-get against a private source list for one suite
+  local suite=$1; shift
+  local dir="$HOME_DIR/apt-$suite"
+  mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+  printf 'deb [signed-by=%s] http://deb.debian.org/debian %s main\n' "$KEYRING" "$suite" >"$dir/sources.list"
+  apt-get -q -o APT::Sandbox::User=root -o Dir::Etc::SourceList="$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+    -o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir/cache" "$@"
+}
+
+fetch() { # suite, packages...: download .debs into $HOME_DIR/debs-<suite> unless present
+  local suite=$1; shift
+  local into="$HOME_DIR/debs-$suite"
+  mkdir -p "$into"
+  local missing=()
+  for p in "$@"; do compgen -G "$into/${p}_*.deb" >/dev/null || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ -n "$(ls -A "$HOME_DIR/apt-$suite/lists" 2>/dev/null | grep -v partial)" ] ||
+    apt_private "$suite" update >/dev/null
+  (cd "$into" && apt_private "$suite" download "${missing[@]}" >/dev/null) ||
+    die "cannot download ${missing[*]} from Debian $suite"
+}
+
+install_engine() {
+  local stamp="$ROOT/.complete"
+  [ -f "$stamp" ] && return 0
+  command -v dpkg >/dev/null || die "cannot install: dpkg is missing (a Debian machine is expected)"
+  case "$SUITE" in
+    sid) fetch sid docker.io containerd ;;
+    trixie) fetch trixie docker.io containerd ;;
+    *) die "cannot install: unknown AGENTCELL_ENGINE_SUITE '$SUITE' (sid or trixie)" ;;
+  esac
+  fetch bookworm runc
+  rm -rf "$ROOT" && mkdir -p "$ROOT"
+  for deb in "$HOME_DIR/debs-$SUITE"/docker.io_*.deb "$HOME_DIR/debs-$SUITE"/containerd_*.deb \
+    "$HOME_DIR/debs-bookworm"/runc_*.deb; do
+    dpkg -x "$deb" "$ROOT"
+  done
+  [ -x "$ROOT/usr/sbin/dockerd" ] || die "cannot install: dockerd missing after unpacking"
+  touch "$stamp"
+}
+
+install_host_tools() {
+  # dockerd programs NAT/forwarding rules for bridge networks with iptables; curl and jq
+  # talk to the engine from these scripts.
+  local missing=() tool
+  for tool in iptables curl jq; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "installing Debian's ${missing[*]}"
+  apt-get -q update >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -q install -y --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+ping_engine() { curl -fsS --max-time 2 --unix-socket "$SOCK" http://docker/_ping >/dev/null 2>&1; }
+
+running_pid() {
+  [ -f "$PIDFILE" ] || return 1
+  local pid; pid=$(cat "$PIDFILE")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+start_engine() {
+  if running_pid >/dev/null && ping_engine; then say "reusing the running private engine"; return 0; fi
+  mkdir -p "$RUN_DIR" "$HOME_DIR/data-$SUITE"
+  rm -f "$SOCK" "$PIDFILE"
+  say "starting dockerd ($SUITE) on $SOCK, log $LOG"
+  # Detached from the caller's terminal and pipes: a daemon holding CI's stdout open
+  # would keep the run from finishing.
+  PATH="$ROOT/usr/bin:$ROOT/usr/sbin:$ROOT/sbin:$PATH" setsid nohup "$ROOT/usr/sbin/dockerd" \
+    --host "unix://$SOCK" \
+    --data-root "$HOME_DIR/data-$SUITE" \
+    --exec-root "$RUN_DIR/exec" \
+    --pidfile "$PIDFILE" \
+    --bridge none \
+    --exec-opt native.cgroupdriver=cgroupfs \
+    --storage-driver overlay2 \
+    --log-level warn \
+    </dev/null >"$LOG" 2>&1 &
+  local i
+  for i in $(seq 1 120); do
+    ping_engine && return 0
+    if [ "$i" -gt 3 ] && ! running_pid >/dev/null && ! pgrep -f "dockerd --host unix://$SOCK" >/dev/null; then
+      break
+    fi
+    sleep 0.5
+  done
+  say "dockerd did not answer /_ping; last log lines:"
+  tail -n 20 "$LOG" >&2 || true
+  stop_engine || true
+  return 1
+}
+
+stop_engine() {
+  local pid
+  pid=$(running_pid) || { say "no private engine is running"; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  local i
+  for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$SOCK" "$PIDFILE"
+  say "stopped the private engine (pid $pid)"
+}
+
+print_version() {
+  local v
+  v=$(curl -fsS --max-time 5 --unix-socket "$SOCK" http://docker/version)
+  say "engine $(printf '%s' "$v" | sed -E 's/.*"Version":"([^"]*)".*/\1/'), API $(printf '%s' "$v" | sed -E 's/.*"ApiVersion":"([^"]*)".*/\1/')"
+}
+
+main() {
+  local cmd=${1:-start}
+  if [ -n "${AGENTCELL_TEST_ENGINE:-}" ]; then
+    case "$AGENTCELL_TEST_ENGINE" in
+      unix:///*) ;;
+      *) die "AGENTCELL_TEST_ENGINE must be unix:///absolute/path.sock, got '$AGENTCELL_TEST_ENGINE'" ;;
+    esac
+    SOCK=${AGENTCELL_TEST_ENGINE#unix://}
+    case "$cmd" in
+      start|status) ping_engine || die "the given engine $AGENTCELL_TEST_ENGINE does not answer /_ping"
+        [ "$cmd" = start ] && print_version && echo "$AGENTCELL_TEST_ENGINE"; return 0 ;;
+      stop) say "leaving the given engine alone"; return 0 ;;
+      endpoint) echo "$AGENTCELL_TEST_ENGINE"; return 0 ;;
+    esac
+  fi
+  case "$cmd" in
+    start)
+      [ "$(id -u)" = 0 ] || die "cannot start a private engine: root is required (or set AGENTCELL_TEST_ENGINE)"
+      install_host_tools
+      install_engine
+      if ! start_engine; then
+        if [ "$SUITE" = sid ] && [ -z "${AGENTCELL_ENGINE_SUITE:-}" ]; then
+          say "sid's engine did not start; falling back to Debian 13 (trixie)"
+          SUITE=trixie; LOG="$HOME_DIR/dockerd-$SUITE.log"; ROOT="$HOME_DIR/root-$SUITE"
+          install_engine
+          start_engine || die "cannot start dockerd from Debian $SUITE either"
+        else
+          die "cannot start dockerd from Debian $SUITE"
+        fi
+      fi
+      print_version
+      echo "unix://$SOCK"
+      ;;
+    stop) stop_engine ;;
+    status) ping_engine ;;
+    endpoint) echo "unix://$SOCK" ;;
+    *) die "usage: $0 start|stop|status|endpoint" ;;
+  esac
+}
+
+main "$@"

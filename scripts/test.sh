@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# `npm test`: static checks, then the one test suite under Deno, Bun and Node against a
+# real Docker Engine.
+#
+# 1. Installs the pinned toolchain into node_modules when it is missing (`npm ci`).
+# 2. `deno check`, `deno lint`, `deno doc --lint mod.ts`, `deno publish --dry-run`.
+# 3. Provisions a private test engine (scripts/test-engine.sh) unless
+#    AGENTCELL_TEST_ENGINE=unix:///abs/path.sock names one, and the guest images
+#    (scripts/guest-images.sh); stops the engine afterwards if this run started it.
+# 4. Runs tests/unit and tests/engine under each runtime, prints a closing line per runtime
+#    and lane and a final `N passed, N failed` line. An engine lane that ran no test, or
+#    skipped one, fails the run.
+#
+# Environment: AGENTCELL_TEST_ENGINE (see above); AGENTCELL_TEST_RUNTIMES (default
+# "deno bun node"); AGENTCELL_TEST_LANES (default "unit engine").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TOP=$PWD
+
+bash scripts/toolchain.sh || exit 1
+export PATH="$TOP/node_modules/.bin:$PATH"
+
+RUNTIMES=${AGENTCELL_TEST_RUNTIMES:-deno bun node}
+LANES=${AGENTCELL_TEST_LANES:-unit engine}
+OUT=$(mktemp -d)
+failed_steps=()
+started_engine=""
+
+cleanup() {
+  if [ -n "$started_engine" ]; then bash scripts/test-engine.sh stop || true; fi
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
+
+step() { # name, command...
+  local name=$1; shift
+  printf '\n== %s\n' "$name"
+  if "$@"; then printf -- '-- %s: ok\n' "$name"; else printf -- '-- %s: FAILED\n' "$name"; failed_steps+=("$name"); fi
+}
+
+step "deno check" deno check --quiet mod.ts lib tests examples bench
+step "deno lint" deno lint --quiet
+step "deno doc --lint" deno doc --lint mod.ts >/dev/null
+step "deno publish --dry-run" deno publish --dry-run --allow-dirty --quiet
+
+case " $LANES " in
+  *" engine "*)
+    if [ -z "${AGENTCELL_TEST_ENGINE:-}" ]; then
+      bash scripts/test-engine.sh status 2>/dev/null || started_engine=yes
+      endpoint=$(bash scripts/test-engine.sh start | tail -n 1) || { echo "cannot provision the test engine"; exit 1; }
+      export AGENTCELL_TEST_ENGINE=$endpoint
+    else
+      bash scripts/test-engine.sh start >/dev/null || exit 1
+    fi
+    AGENTCELL_TEST_BUSYBOX_IMAGE=$(bash scripts/guest-images.sh busybox) || { echo "cannot make the busybox guest"; exit 1; }
+    AGENTCELL_TEST_NODE_IMAGE=$(bash scripts/guest-images.sh node) || { echo "cannot make the node guest"; exit 1; }
+    export AGENTCELL_TEST_BUSYBOX_IMAGE AGENTCELL_TEST_NODE_IMAGE
+    echo "engine $AGENTCELL_TEST_ENGINE; busybox guest $AGENTCELL_TEST_BUSYBOX_IMAGE; node guest $AGENTCELL_TEST_NODE_IMAGE"
+    ;;
+esac
+
+run_lane() { # runtime lane
+  local rt=$1 lane=$2 junit="$OUT/$1-$2.xml"
+  local files; files=$(find "tests/$lane" -name '*.test.ts' | sort)
+  [ -n "$files" ] || { echo "no test files in tests/$lane"; return 1; }
+  case "$rt" in
+    deno) timeout 1800 deno test -A --no-check --junit-path="$junit" $files ;;
+    bun) timeout 1800 bun test --timeout 600000 --reporter=junit --reporter-outfile="$junit" $files ;;
+    node) timeout 1800 node --test --test-concurrency=1 --test-timeout=600000 \
+      --test-reporter=spec --test-reporter-destination=stdout \
+      --test-reporter=junit --test-reporter-destination="$junit" $files ;;
+  esac
+}
+
+total_passed=0; total_failed=0; summaries=()
+for rt in $RUNTIMES; do
+  for lane in $LANES; do
+    printf '\n== %s: tests/%s\n' "$rt" "$lane"
+    run_lane "$rt" "$lane"; code=$?
+    read -r passed failed skipped < <(node scripts/junit-count.mjs "$OUT/$rt-$lane.xml")
+    if [ "$code" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+    if [ "$lane" = engine ] && { [ "$passed" -eq 0 ] || [ "$skipped" -ne 0 ]; }; then
+      echo "the engine lane must run: $passed passed, $skipped skipped"
+      failed=$((failed + skipped + (passed == 0 ? 1 : 0)))
+    fi
+    total_passed=$((total_passed + passed)); total_failed=$((total_failed + failed))
+    summaries+=("$rt $lane: $passed passed, $failed failed, $skipped skipped (exit $code)")
+  done
+done
+
+printf '\n== summary\n'
+for s in "${summaries[@]}"; do echo "$s"; done
+for s in "${failed_steps[@]}"; do echo "check failed: $s"; total_failed=$((total_failed + 1)); done
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]
