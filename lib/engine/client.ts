@@ -1,0 +1,342 @@
+/**
+ * The Docker Engine client: an explicit `unix:///` endpoint, API version negotiation,
+ * bounded JSON requests validated with zod, streaming requests with byte counts, and
+ * connection upgrades (exec attach).
+ *
+ * @module
+ */
+import type { z } from "zod";
+import { negotiateApiVersion } from "./api_version.ts";
+import { parseEngineEndpoint } from "./endpoint.ts";
+import { codeForStatus, DockerEngineError } from "./errors.ts";
+import { exchange, requestBuffered, upgrade } from "./http/mod.ts";
+import type { EngineResponse, EngineUpgrade } from "./http/mod.ts";
+import { type EngineInfo, engineInfoSchema, type EngineVersion, engineVersionSchema } from "./system.ts";
+
+/** HTTP methods the client sends. */
+export type DockerEngineMethod = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
+
+/** Query parameters; `undefined` values are left out. */
+export type DockerEngineQuery = Readonly<Record<string, string | number | boolean | undefined>>;
+
+/** Default deadline of a buffered JSON request, in milliseconds. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** Default byte limit of a buffered JSON reply. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+/** Bytes of an unexpected reply kept to build an error message. */
+const ERROR_BODY_BYTES = 16 * 1024;
+
+/** Options of {@linkcode DockerEngine.request}. */
+export interface DockerEngineRequestOptions<Schema extends z.ZodType = z.ZodType> {
+  /** What the caller is doing, for error messages ("inspect container"). @default "<METHOD> <path>" */
+  readonly action?: string;
+  /** Query parameters. */
+  readonly query?: DockerEngineQuery;
+  /** JSON request body (serialised with `JSON.stringify`). */
+  readonly json?: unknown;
+  /** Schema of a JSON reply; without it the reply body is ignored. */
+  readonly schema?: Schema;
+  /** Statuses that count as success. @default [200, 201, 204] */
+  readonly expect?: readonly number[];
+  /** Whole deadline, milliseconds (1 … 2^31−1). @default 30000 */
+  readonly timeoutMs?: number;
+  /** Reply byte limit (non-negative safe integer). @default 4194304 (4 MiB) */
+  readonly maxResponseBytes?: number;
+  /** Aborts the request. */
+  readonly signal?: AbortSignal;
+}
+
+/** Result of {@linkcode DockerEngine.request}. */
+export interface DockerEngineReply<Value> {
+  /** HTTP status (one of `expect`). */
+  readonly status: number;
+  /** Reply headers. */
+  readonly headers: Headers;
+  /** The validated JSON reply, or `undefined` without a schema or for an empty body. */
+  readonly value: Value;
+}
+
+/** Options of {@linkcode DockerEngine.stream} and {@linkcode DockerEngine.upgrade}. */
+export interface DockerEngineStreamOptions {
+  /** Query parameters. */
+  readonly query?: DockerEngineQuery;
+  /** Request headers (besides Host, Connection, Content-Length/Transfer-Encoding). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Request body: bytes (sent with Content-Length) or a stream (sent chunked). */
+  readonly body?: Uint8Array | ReadableStream<Uint8Array>;
+  /** `Content-Type` of the body. */
+  readonly contentType?: string;
+  /** Connect deadline, milliseconds. @default 10000 */
+  readonly connectTimeoutMs?: number;
+  /** Deadline from the request body fully sent until the reply head arrived, milliseconds. @default 60000 */
+  readonly headerTimeoutMs?: number;
+  /** Reply body byte limit. @default unlimited */
+  readonly maxBodyBytes?: number;
+  /** Aborts the exchange at any stage, including mid-body. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * A client of one Docker Engine on a Unix socket. Construction is inert (no I/O); the API
+ * version is negotiated on first use from `GET /version`: requests go under
+ * `/v{min(daemon ApiVersion, 1.52)}/` and a daemon below API 1.44 is rejected.
+ *
+ * Errors: {@linkcode DockerEngineError} for an invalid endpoint, an unsupported API version,
+ * an unexpected status (code from the status: `not_found`, `conflict`, …) or a reply that
+ * fails its schema (`invalid_body`); {@linkcode DockerEngineTransportError} for transport
+ * faults (`deadline`, `aborted`, `response_limit`, `invalid_response`, `connection`).
+ *
+ * @example
+ * ```ts ignore
+ * import { DockerEngine } from "./client.ts";
+ * const engine = new DockerEngine("unix:///run/agentcell-test-engine/docker.sock");
+ * const info = await engine.info();
+ * console.log(info.ServerVersion, await engine.apiVersion());
+ * ```
+ */
+export class DockerEngine {
+  /** Absolute path of the Engine's Unix socket. */
+  readonly socketPath: string;
+  #negotiated: Promise<string> | undefined;
+
+  /**
+   * @param endpoint `unix:///absolute/path.sock`
+   * @throws {DockerEngineError} code `invalid_endpoint` for anything else
+   */
+  constructor(endpoint: string) {
+    this.socketPath = parseEngineEndpoint(endpoint);
+  }
+
+  /**
+   * `GET /_ping` (unversioned).
+   *
+   * @returns `true` when the Engine answered `200 OK`
+   * @throws {DockerEngineTransportError} on transport faults
+   */
+  async ping(options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<boolean> {
+    const reply = await requestBuffered({
+      socketPath: this.socketPath,
+      method: "GET",
+      target: "/_ping",
+      timeoutMs: options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      maxResponseBytes: 1024,
+      signal: options.signal,
+    });
+    return reply.status === 200;
+  }
+
+  /**
+   * `GET /version` (unversioned), validated.
+   *
+   * @throws {DockerEngineError} `invalid_body` when the reply does not match the schema
+   */
+  async version(options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<EngineVersion> {
+    const reply = await this.#send("GET", "/version", { ...options, schema: engineVersionSchema, action: "read Engine version" }, false);
+    return reply.value as EngineVersion;
+  }
+
+  /**
+   * The negotiated API version (`min(daemon ApiVersion, 1.52)`), negotiated once.
+   *
+   * @throws {DockerEngineError} `unsupported_api_version` for a daemon below API 1.44
+   */
+  apiVersion(options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string> {
+    if (!this.#negotiated) {
+      const attempt = this.version(options).then((version) => negotiateApiVersion(version.ApiVersion));
+      this.#negotiated = attempt;
+      // A failed negotiation (say, a deadline) may be retried by the next call.
+      attempt.catch(() => {
+        if (this.#negotiated === attempt) this.#negotiated = undefined;
+      });
+    }
+    return this.#negotiated;
+  }
+
+  /** `GET /info`, validated (see {@linkcode engineInfoSchema}). */
+  async info(options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<EngineInfo> {
+    const reply = await this.request("GET", "/info", { ...options, schema: engineInfoSchema, action: "read Engine info" });
+    return reply.value as EngineInfo;
+  }
+
+  /**
+   * A bounded, buffered request under the negotiated API version, with a JSON body and a
+   * zod-validated JSON reply.
+   *
+   * @param method HTTP method
+   * @param path Engine path without the version prefix, e.g. `/containers/{id}/json`
+   *   (callers percent-encode path segments)
+   * @param options see {@linkcode DockerEngineRequestOptions}
+   * @returns status, headers and the validated value
+   * @throws {DockerEngineError} for an unexpected status or a reply failing its schema
+   * @throws {DockerEngineTransportError} on transport faults
+   */
+  async request<Schema extends z.ZodType = z.ZodType<undefined>>(
+    method: DockerEngineMethod,
+    path: string,
+    options: DockerEngineRequestOptions<Schema> = {},
+  ): Promise<DockerEngineReply<z.infer<Schema>>> {
+    return await this.#send(method, path, options, true) as DockerEngineReply<z.infer<Schema>>;
+  }
+
+  /**
+   * A streaming exchange under the negotiated API version. The caller reads `body` to the
+   * end or cancels it (cancelling closes the connection); `uploadedBytes()` and
+   * `downloadedBytes()` count body bytes as `bigint`. The status is not checked here; see
+   * {@linkcode DockerEngine.failure} to turn an unexpected one into an error.
+   *
+   * @throws {DockerEngineTransportError} on transport faults before the head arrived
+   */
+  async stream(method: DockerEngineMethod, path: string, options: DockerEngineStreamOptions = {}): Promise<EngineResponse> {
+    const version = await this.apiVersion({ signal: options.signal });
+    return await exchange({
+      socketPath: this.socketPath,
+      method,
+      target: target(version, path, options.query),
+      headers: options.headers,
+      body: options.body,
+      contentType: options.contentType,
+      connectTimeoutMs: options.connectTimeoutMs,
+      headerTimeoutMs: options.headerTimeoutMs,
+      maxBodyBytes: options.maxBodyBytes,
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Upgrade a connection (`Connection: Upgrade`, `Upgrade: tcp`), as exec and container
+   * attach do. Requires `101`; bytes that arrived with the head come first in `readable`.
+   * The caller owns the returned connection and must close or abort it.
+   *
+   * @throws {DockerEngineTransportError} on transport faults or a non-101 reply
+   */
+  async upgrade(method: DockerEngineMethod, path: string, options: DockerEngineStreamOptions = {}): Promise<EngineUpgrade> {
+    const version = await this.apiVersion({ signal: options.signal });
+    return await upgrade({
+      socketPath: this.socketPath,
+      method,
+      target: target(version, path, options.query),
+      headers: options.headers,
+      body: options.body,
+      contentType: options.contentType,
+      connectTimeoutMs: options.connectTimeoutMs,
+      headerTimeoutMs: options.headerTimeoutMs,
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Turn an unexpected streaming reply into a {@linkcode DockerEngineError}: reads at most
+   * 16 KiB of its body for the Engine's message, then cancels the rest.
+   *
+   * @param response the reply from {@linkcode DockerEngine.stream}
+   * @param action what the caller was doing ("export archive")
+   * @returns the error to throw
+   */
+  async failure(response: EngineResponse, action: string): Promise<DockerEngineError> {
+    const bytes = await readAtMost(response.body, ERROR_BODY_BYTES);
+    return statusError(response.status, bytes, action);
+  }
+
+  async #send(
+    method: DockerEngineMethod,
+    path: string,
+    options: DockerEngineRequestOptions,
+    versioned: boolean,
+  ): Promise<DockerEngineReply<unknown>> {
+    const version = versioned ? await this.apiVersion({ signal: options.signal, timeoutMs: options.timeoutMs }) : undefined;
+    const body = options.json === undefined ? undefined : new TextEncoder().encode(JSON.stringify(options.json));
+    const reply = await requestBuffered({
+      socketPath: this.socketPath,
+      method,
+      target: target(version, path, options.query),
+      body,
+      contentType: body ? "application/json" : undefined,
+      timeoutMs: options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+      signal: options.signal,
+    });
+    const action = options.action ?? `${method} ${path}`;
+    if (!(options.expect ?? [200, 201, 204]).includes(reply.status)) {
+      throw statusError(reply.status, reply.body.subarray(0, ERROR_BODY_BYTES), action);
+    }
+    let value: unknown = undefined;
+    if (options.schema && method !== "HEAD" && reply.body.byteLength > 0) {
+      let json: unknown;
+      try {
+        json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(reply.body));
+      } catch (cause) {
+        throw new DockerEngineError("invalid_body", `Cannot ${action}: the Engine reply is not JSON`, { cause, status: reply.status });
+      }
+      const parsed = options.schema.safeParse(json);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        const where = issue ? issue.path.join(".") || "(root)" : "(root)";
+        throw new DockerEngineError(
+          "invalid_body",
+          `Cannot ${action}: the Engine reply does not match its schema at ${where}: ${issue?.message ?? "invalid"}`,
+          { cause: parsed.error, status: reply.status },
+        );
+      }
+      value = parsed.data;
+    } else if (options.schema && reply.status !== 204) {
+      const parsed = options.schema.safeParse(undefined);
+      if (!parsed.success) {
+        throw new DockerEngineError("invalid_body", `Cannot ${action}: the Engine reply is empty`, { status: reply.status });
+      }
+    }
+    return { status: reply.status, headers: reply.headers, value };
+  }
+}
+
+function target(version: string | undefined, path: string, query: DockerEngineQuery | undefined): string {
+  let text = version === undefined ? path : `/v${version}${path}`;
+  if (query) {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(query)) if (value !== undefined) params.append(key, String(value));
+    const encoded = params.toString();
+    if (encoded) text += `?${encoded}`;
+  }
+  return text;
+}
+
+function statusError(status: number, body: Uint8Array, action: string): DockerEngineError {
+  const text = new TextDecoder().decode(body);
+  let engineMessage: string | undefined;
+  try {
+    const json = JSON.parse(text);
+    if (json && typeof json.message === "string") engineMessage = json.message;
+  } catch {
+    engineMessage = text.trim() || undefined;
+  }
+  engineMessage = engineMessage?.slice(0, 1024);
+  return new DockerEngineError(
+    codeForStatus(status),
+    `Cannot ${action}: the Engine answered ${status}${engineMessage ? ` (${engineMessage})` : ""}`,
+    { status, engineMessage },
+  );
+}
+
+async function readAtMost(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
+  const reader = body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < limit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parts.push(value.subarray(0, limit - size));
+      size += Math.min(value.byteLength, limit - size);
+    }
+  } catch {
+    // the message is best effort; the status already says what happened
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,156 @@
+/**
+ * Engine container endpoints (Docker Engine API v1.44–v1.52, "Container" group):
+ * create, inspect, start, remove. Paths use exact IDs; callers never pass names except to
+ * `create`.
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { DockerEngine } from "./client.ts";
+
+/** Options shared by the calls of this file. */
+export interface EngineCallOptions {
+  /** Whole deadline per request, milliseconds. @default 30000 */
+  readonly timeoutMs?: number;
+  /** Aborts the request. */
+  readonly signal?: AbortSignal;
+}
+
+const stringMap = z.record(z.string(), z.string());
+
+/** Schema of `GET /containers/{id}/json` (fields this project reads back). */
+export const containerInspectSchema = z.looseObject({
+  Id: z.string().regex(/^[0-9a-f]{64}$/u),
+  Name: z.string(),
+  Image: z.string(),
+  State: z.looseObject({
+    Status: z.string(),
+    Running: z.boolean(),
+    Pid: z.number(),
+    ExitCode: z.number(),
+    OOMKilled: z.boolean().optional(),
+  }),
+  Config: z.looseObject({
+    User: z.string(),
+    Env: z.array(z.string()).nullable(),
+    Entrypoint: z.array(z.string()).nullable(),
+    Cmd: z.array(z.string()).nullable(),
+    WorkingDir: z.string(),
+    Image: z.string(),
+    Labels: stringMap.nullable(),
+    Tty: z.boolean(),
+    OpenStdin: z.boolean(),
+    ExposedPorts: z.record(z.string(), z.unknown()).nullable().optional(),
+    Volumes: z.record(z.string(), z.unknown()).nullable().optional(),
+  }),
+  HostConfig: z.looseObject({
+    ReadonlyRootfs: z.boolean(),
+    CapAdd: z.array(z.string()).nullable(),
+    CapDrop: z.array(z.string()).nullable(),
+    SecurityOpt: z.array(z.string()).nullable(),
+    PidMode: z.string(),
+    IpcMode: z.string(),
+    CgroupnsMode: z.string().optional(),
+    UsernsMode: z.string(),
+    Memory: z.number(),
+    MemorySwap: z.number(),
+    NanoCpus: z.number(),
+    PidsLimit: z.number().nullable(),
+    NetworkMode: z.string(),
+    Tmpfs: stringMap.nullable().optional(),
+    Mounts: z.array(z.looseObject({
+      Type: z.string(),
+      Source: z.string(),
+      Target: z.string(),
+      ReadOnly: z.boolean().optional(),
+    })).nullable().optional(),
+    Binds: z.array(z.string()).nullable(),
+    Privileged: z.boolean(),
+    Devices: z.array(z.unknown()).nullable(),
+    DeviceRequests: z.array(z.unknown()).nullable().optional(),
+    PortBindings: z.record(z.string(), z.unknown()).nullable(),
+    PublishAllPorts: z.boolean(),
+    VolumesFrom: z.array(z.string()).nullable().optional(),
+    Init: z.boolean().nullable().optional(),
+    OomKillDisable: z.boolean().nullable().optional(),
+    Runtime: z.string().optional(),
+  }),
+  Mounts: z.array(z.looseObject({
+    Type: z.string(),
+    Name: z.string().optional(),
+    Source: z.string(),
+    Destination: z.string(),
+    RW: z.boolean(),
+  })),
+  AppArmorProfile: z.string().optional(),
+});
+
+/** The validated `GET /containers/{id}/json` reply. */
+export type ContainerInspect = z.infer<typeof containerInspectSchema>;
+
+/**
+ * `POST /containers/create?name=…` with the given body; expects `201`.
+ *
+ * @returns the new container ID and the Engine's warnings
+ * @throws {DockerEngineError} `conflict` when the name is taken, others by status
+ */
+export async function createContainer(
+  engine: DockerEngine,
+  name: string,
+  body: unknown,
+  options: EngineCallOptions & { platform?: string } = {},
+): Promise<{ id: string; warnings: string[] }> {
+  const reply = await engine.request("POST", "/containers/create", {
+    action: "create container",
+    query: { name, platform: options.platform },
+    json: body,
+    expect: [201],
+    schema: z.looseObject({ Id: z.string().regex(/^[0-9a-f]{64}$/u), Warnings: z.array(z.string()).nullable() }),
+    ...options,
+  });
+  return { id: reply.value.Id, warnings: reply.value.Warnings ?? [] };
+}
+
+/**
+ * `GET /containers/{id}/json`.
+ *
+ * @throws {DockerEngineError} `not_found` when the container is gone
+ */
+export async function inspectContainer(engine: DockerEngine, id: string, options: EngineCallOptions = {}): Promise<ContainerInspect> {
+  const reply = await engine.request("GET", `/containers/${encodeURIComponent(id)}/json`, {
+    action: "inspect container",
+    schema: containerInspectSchema,
+    ...options,
+  });
+  return reply.value;
+}
+
+/**
+ * `POST /containers/{id}/start`; `204` (started) and `304` (already running) succeed.
+ *
+ * @throws {DockerEngineError} by status
+ */
+export async function startContainer(engine: DockerEngine, id: string, options: EngineCallOptions = {}): Promise<void> {
+  await engine.request("POST", `/containers/${encodeURIComponent(id)}/start`, {
+    action: "start container",
+    expect: [204, 304],
+    ...options,
+  });
+}
+
+/**
+ * `DELETE /containers/{id}?force=true` (anonymous volumes are kept: `v=false`). A `404`
+ * counts as done.
+ *
+ * @returns `true` when this call removed it, `false` when it was already gone
+ * @throws {DockerEngineError} by status (a removal already in progress answers `409`)
+ */
+export async function removeContainer(engine: DockerEngine, id: string, options: EngineCallOptions = {}): Promise<boolean> {
+  const reply = await engine.request("DELETE", `/containers/${encodeURIComponent(id)}`, {
+    action: "remove container",
+    query: { force: true, v: false },
+    expect: [204, 404],
+    ...options,
+  });
+  return reply.status === 204;
+}

@@ -1,0 +1,33 @@
+// Shared setup of the real-engine lane: the engine endpoint and guest image IDs come from
+// the environment that `npm test` (scripts/test.sh) prepares. Without them the lane fails
+// under CI=true and is skipped with a loud reason otherwise; scripts/test.sh additionally
+// fails a run whose engine lane skipped or ran nothing.
+import process from "node:process";
+import { test, type TestContext } from "node:test";
+import { DockerEngine } from "../../lib/engine/client.ts";
+
+/** Engine endpoint of the lane, `unix:///…`, or undefined. */
+export const endpoint: string | undefined = process.env.AGENTCELL_TEST_ENGINE;
+/** sha256: ID of the busybox guest image. */
+export const busyboxImage: string = process.env.AGENTCELL_TEST_BUSYBOX_IMAGE ?? "";
+/** sha256: ID of the node guest image. */
+export const nodeImage: string = process.env.AGENTCELL_TEST_NODE_IMAGE ?? "";
+
+const missing = !endpoint || !busyboxImage || !nodeImage;
+
+/** A test of the real-engine lane; receives a client of the lane's engine. */
+export function engineTest(
+  name: string,
+  fn: (engine: DockerEngine, t: TestContext) => Promise<void>,
+  options: { timeout?: number } = {},
+): void {
+  test(name, { timeout: options.timeout ?? 120_000 }, async (t) => {
+    if (missing) {
+      const reason = "no engine: set AGENTCELL_TEST_ENGINE, AGENTCELL_TEST_BUSYBOX_IMAGE and AGENTCELL_TEST_NODE_IMAGE (npm test does)";
+      if (process.env.CI === "true") throw new Error(`Cannot run the engine lane: ${reason}`);
+      t.skip(reason);
+      return;
+    }
+    await fn(new DockerEngine(endpoint!), t);
+  });
+}
