@@ -70,6 +70,8 @@ export interface DockerEngineStreamOptions {
   readonly connectTimeoutMs?: number;
   /** Deadline from the request body fully sent until the reply head arrived, milliseconds. @default 60000 */
   readonly headerTimeoutMs?: number;
+  /** Deadline of the whole exchange including the reply body, milliseconds. @default none */
+  readonly timeoutMs?: number;
   /** Reply body byte limit. @default unlimited */
   readonly maxBodyBytes?: number;
   /** Aborts the exchange at any stage, including mid-body. */
@@ -197,6 +199,7 @@ export class DockerEngine {
       contentType: options.contentType,
       connectTimeoutMs: options.connectTimeoutMs,
       headerTimeoutMs: options.headerTimeoutMs,
+      timeoutMs: options.timeoutMs,
       maxBodyBytes: options.maxBodyBytes,
       signal: options.signal,
     });
@@ -260,6 +263,10 @@ export class DockerEngine {
       throw statusError(reply.status, reply.body.subarray(0, ERROR_BODY_BYTES), action);
     }
     let value: unknown = undefined;
+    // Only a success reply carries the documented JSON; an expected error status (say 404
+    // for "absent") carries the Engine's error message and yields `undefined`.
+    const success = reply.status >= 200 && reply.status <= 299;
+    if (!success) return { status: reply.status, headers: reply.headers, value };
     if (options.schema && method !== "HEAD" && reply.body.byteLength > 0) {
       let json: unknown;
       try {

@@ -1,0 +1,107 @@
+/**
+ * Daemon admission: compare `GET /version` and `GET /info` against a profile row and
+ * report every unmet requirement at once.
+ *
+ * @module
+ */
+import { SandboxUnsupportedError } from "../sandbox/errors.ts";
+import type { EngineInfo, EngineVersion } from "../engine/system.ts";
+import type { DockerSandboxProfileRow } from "./profiles.ts";
+
+/** What admission learned about the daemon, used later for workload readback. */
+export interface DaemonAdmission {
+  /** The AppArmor profile the workload must read back (`docker-default` or empty). */
+  readonly appArmorProfile: "docker-default" | "";
+  /** Daemon identity for recovery records: `GET /info` `ID`. */
+  readonly daemonId: string;
+}
+
+function securityOptions(info: EngineInfo): Map<string, Map<string, string>> {
+  const options = new Map<string, Map<string, string>>();
+  for (const entry of info.SecurityOptions ?? []) {
+    const fields = new Map<string, string>();
+    for (const part of entry.split(",")) {
+      const at = part.indexOf("=");
+      if (at > 0) fields.set(part.slice(0, at), part.slice(at + 1));
+    }
+    const name = fields.get("name");
+    if (name) options.set(name, fields);
+  }
+  return options;
+}
+
+/**
+ * List the requirements of `profile` that the daemon does not meet (empty when admitted).
+ *
+ * @param profile the selected profile row
+ * @param version the daemon's `GET /version`
+ * @param info the daemon's `GET /info`
+ * @returns one sentence per unmet requirement
+ */
+export function unmetDaemonRequirements(profile: DockerSandboxProfileRow, version: EngineVersion, info: EngineInfo): string[] {
+  const unmet: string[] = [];
+  const security = securityOptions(info);
+  if (info.OSType !== "linux" || version.Os !== "linux") unmet.push(`Linux containers (daemon OSType '${info.OSType}')`);
+  if (info.Architecture !== profile.daemon.architecture) {
+    unmet.push(`daemon architecture ${profile.daemon.architecture} (daemon reports '${info.Architecture}')`);
+  }
+  const desktop = info.OperatingSystem === "Docker Desktop";
+  if (desktop !== profile.daemon.desktop) {
+    unmet.push(
+      profile.daemon.desktop
+        ? `Docker Desktop (daemon OperatingSystem '${info.OperatingSystem}')`
+        : "a daemon that is not Docker Desktop (daemon OperatingSystem 'Docker Desktop')",
+    );
+  }
+  if (security.has("rootless")) unmet.push("a rootful daemon (daemon runs rootless)");
+  if (security.has("userns")) unmet.push("no user-namespace remapping (daemon remaps user namespaces)");
+  const seccomp = security.get("seccomp");
+  if (!seccomp) unmet.push("seccomp (daemon has none)");
+  else if (seccomp.get("profile") !== "builtin") unmet.push(`the builtin seccomp profile (daemon uses '${seccomp.get("profile") ?? "unknown"}')`);
+  if (!profile.cgroup.versions.includes(info.CgroupVersion as "1" | "2")) {
+    unmet.push(`cgroup v${profile.cgroup.versions.join(" or v")} (daemon uses v${info.CgroupVersion})`);
+  }
+  if (info.CgroupDriver !== profile.cgroup.driver) {
+    unmet.push(`the ${profile.cgroup.driver} cgroup driver (daemon uses '${info.CgroupDriver}')`);
+  }
+  if (!info.CpuCfsQuota || !info.CpuCfsPeriod) unmet.push("the CPU controller (CFS quota and period)");
+  if (!info.MemoryLimit) unmet.push("the memory controller");
+  if (!info.SwapLimit) unmet.push("swap limit support");
+  if (!info.PidsLimit) unmet.push("the PID controller");
+  const appArmor = security.has("apparmor");
+  if (profile.lsm === "apparmor" && !appArmor) unmet.push("AppArmor enabled on the daemon");
+  if (profile.lsm === "none" && appArmor) unmet.push("no AppArmor on the daemon (daemon has AppArmor)");
+  return unmet;
+}
+
+/**
+ * Admit a daemon for `profile` or throw one error listing every unmet requirement.
+ *
+ * @throws {SandboxUnsupportedError} when any requirement is unmet; the message lists all
+ */
+export function admitDaemon(profile: DockerSandboxProfileRow, version: EngineVersion, info: EngineInfo): DaemonAdmission {
+  const unmet = unmetDaemonRequirements(profile, version, info);
+  if (unmet.length > 0) {
+    throw new SandboxUnsupportedError(
+      `Cannot admit the Docker daemon for profile ${profile.name}: it needs ${unmet.join("; ")}`,
+    );
+  }
+  const appArmor = securityOptions(info).has("apparmor");
+  return { appArmorProfile: appArmor ? "docker-default" : "", daemonId: info.ID ?? "" };
+}
+
+/**
+ * Check the controller host for profiles that name one platform; Desktop rows run only on
+ * an Apple Silicon Mac. Runs before any spill-directory or Engine access.
+ *
+ * @param profile the selected profile row
+ * @param host `process.platform` and `process.arch` of this program
+ * @throws {SandboxUnsupportedError} on another host
+ */
+export function admitHost(profile: DockerSandboxProfileRow, host: { platform: string; arch: string }): void {
+  if (host.platform !== profile.host.platform || host.arch !== profile.host.arch) {
+    throw new SandboxUnsupportedError(
+      `Cannot use profile ${profile.name}: it needs a ${profile.host.platform} ${profile.host.arch} controller host, this is ${host.platform} ${host.arch}`,
+    );
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * {@linkcode createDockerSandboxBackend}: the entry point of the Docker backend.
+ *
+ * @module
+ */
+import type { SandboxBackend, SandboxRecoveryPort, SandboxRequest, SandboxReservation } from "../sandbox/backend.ts";
+import { SandboxConfigurationError, SandboxStateError } from "../sandbox/errors.ts";
+import { assertSupportedDiskQuota, normalizePolicy, type SandboxPolicy } from "../sandbox/policy.ts";
+import type { SandboxStartOptions } from "../sandbox/start_options.ts";
+import { DockerEngine } from "../engine/client.ts";
+import { acquireSandbox } from "./acquire.ts";
+import { type DockerSandboxBackendConfig, type DockerSandboxBackendSettings, normalizeBackendConfig } from "./config.ts";
+import { newReservationId, resourceNames, type SandboxResourceNames } from "./names.ts";
+import { DockerSandbox } from "./sandbox.ts";
+
+/** A Docker sandbox backend (see {@linkcode createDockerSandboxBackend}). */
+export interface DockerSandboxBackend extends SandboxBackend {
+  /** The validated configuration. */
+  readonly settings: DockerSandboxBackendSettings;
+  /**
+   * Reserve a sandbox. Synchronous and inert: validates the request, fixes the reservation
+   * ID and every resource name, and does no I/O. `recovery.record()` is called during
+   * `start()` before each resource effect.
+   *
+   * @throws {SandboxConfigurationError} for an invalid request (the message names the field)
+   * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`
+   */
+  reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation;
+}
+
+/** A reserved sandbox; `start()` acquires it. */
+export interface DockerSandboxReservation extends SandboxReservation {
+  /** Resource names derived from the reservation, fixed before anything exists. */
+  readonly names: SandboxResourceNames;
+  /** The normalised policy. */
+  readonly policy: SandboxPolicy;
+  /**
+   * Acquire the sandbox: verify host, spill directory, daemon and image, then create the
+   * volume, the optional network and the keeper, reading each back. On failure or abort,
+   * what was created is removed before the promise rejects. Callable once.
+   *
+   * @throws {SandboxStateError} when called twice
+   * @throws {SandboxUnsupportedError} host/daemon/image/readback not admitted (one message lists every unmet requirement)
+   * @throws {SandboxConfigurationError} unusable spill directory
+   * @throws {SandboxConflictError} a resource name is already taken
+   * @throws {SandboxAbortedError} `options.signal` aborted
+   * @throws {SandboxDeadlineError} `policy.deadlines.startupMs` elapsed
+   * @throws {SandboxEngineError} the Engine failed
+   */
+  start(options?: SandboxStartOptions): Promise<DockerSandbox>;
+}
+
+/**
+ * Create a Docker sandbox backend. Synchronous and inert: validates `config` (zod) and
+ * returns; no endpoint from the environment, no image pull or build, no I/O until a
+ * reservation starts.
+ *
+ * @param config see {@linkcode DockerSandboxBackendConfig}
+ * @returns the backend
+ * @throws {SandboxConfigurationError} naming the first invalid field
+ *
+ * @example
+ * ```ts ignore
+ * import { createDockerSandboxBackend } from "@agentcell/docker";
+ *
+ * const backend = createDockerSandboxBackend({
+ *   profile: "linux-x64-cgroupfs",
+ *   endpoint: "unix:///run/agentcell-test-engine/docker.sock",
+ *   namespace: "my-app",
+ *   spillDirectory: "/var/lib/my-app/spill",
+ *   imageDigest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+ *   user: { uid: 65534, gid: 65534 },
+ * });
+ * const reservation = backend.reserve(
+ *   { policy: { resources: { cpus: 1, memoryBytes: 512 * 1024 * 1024, pids: 256 } } },
+ *   { record: async (record) => { /* persist before effects *\/ } },
+ * );
+ * await using sandbox = await reservation.start();
+ * ```
+ */
+export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): DockerSandboxBackend {
+  const settings = normalizeBackendConfig(config);
+  const engine = new DockerEngine(settings.endpoint);
+  return Object.freeze({
+    settings,
+    reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation {
+      if (typeof request !== "object" || request === null) {
+        throw new SandboxConfigurationError("Cannot reserve sandbox: request must be an object");
+      }
+      if (typeof recovery?.record !== "function") {
+        throw new SandboxConfigurationError("Cannot reserve sandbox: recovery.record must be a function");
+      }
+      const policy = normalizePolicy(request.policy);
+      assertSupportedDiskQuota(policy);
+      const id = newReservationId();
+      const names = resourceNames(settings.namespace, id);
+      let started = false;
+      return Object.freeze({
+        id,
+        names,
+        policy,
+        async start(options: SandboxStartOptions = {}): Promise<DockerSandbox> {
+          if (started) throw new SandboxStateError("Cannot start sandbox: this reservation was already started");
+          started = true;
+          const acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, recovery, signal: options.signal });
+          return new DockerSandbox(id, engine, settings, policy, names, acquired);
+        },
+      });
+    },
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * Configuration of {@linkcode createDockerSandboxBackend}: validated with zod at
+ * construction (no I/O), normalised and frozen.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { parseConfiguration } from "../sandbox/_zod_issues.ts";
+import { SandboxConfigurationError } from "../sandbox/errors.ts";
+import { parseEngineEndpoint } from "../engine/endpoint.ts";
+import { DOCKER_SANDBOX_PROFILES, type DockerSandboxProfile, type DockerSandboxProfileRow } from "./profiles.ts";
+
+/** Highest UID/GID admitted: the tar ownership range this backend writes (1 … 262,143). */
+export const MAX_GUEST_ID = 262_143;
+
+/** Input of {@linkcode createDockerSandboxBackend}. */
+export interface DockerSandboxBackendConfig {
+  /** Execution profile (see `DOCKER_SANDBOX_PROFILES`). @default "linux-x64" */
+  readonly profile?: DockerSandboxProfile;
+  /** Docker Engine endpoint, `unix:///absolute/path.sock`; never read from the environment. */
+  readonly endpoint: string;
+  /**
+   * Namespace of every resource name and label: 1–32 characters of `a-z`, `0-9` and `-`,
+   * starting with a letter or digit.
+   */
+  readonly namespace: string;
+  /**
+   * Absolute, canonical (no symlinks, `.`, `..`, empty segments or trailing `/`) directory
+   * the caller owns; large transfers spill sorted path runs here. Verified at start to
+   * exist, be a directory and be owned by this process's user.
+   */
+  readonly spillDirectory: string;
+  /** Exact local image ID: `sha256:` and 64 lowercase hex digits. Never pulled or built. */
+  readonly imageDigest: string;
+  /** Non-root guest identity; `uid` and `gid` each 1 … 262,143. */
+  readonly user: { readonly uid: number; readonly gid: number };
+}
+
+/** The validated, frozen configuration. */
+export interface DockerSandboxBackendSettings {
+  /** The selected profile row. */
+  readonly profile: DockerSandboxProfileRow;
+  /** The endpoint as given. */
+  readonly endpoint: string;
+  /** Namespace of resource names and labels. */
+  readonly namespace: string;
+  /** Canonical spill directory. */
+  readonly spillDirectory: string;
+  /** Exact image ID. */
+  readonly imageDigest: string;
+  /** Guest identity. */
+  readonly user: { readonly uid: number; readonly gid: number };
+}
+
+const guestId = z.number().int().min(1).max(MAX_GUEST_ID);
+
+const configSchema = z.strictObject({
+  profile: z.enum(Object.keys(DOCKER_SANDBOX_PROFILES) as [DockerSandboxProfile, ...DockerSandboxProfile[]]).optional(),
+  endpoint: z.string().max(4096),
+  namespace: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/u, {
+    error: "must be 1-32 characters of a-z, 0-9 and '-', starting with a letter or digit",
+  }),
+  spillDirectory: z.string().max(4096),
+  imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u, {
+    error: "must be sha256: followed by 64 lowercase hexadecimal digits",
+  }),
+  user: z.strictObject({ uid: guestId, gid: guestId }),
+});
+
+/**
+ * Check that a host path is absolute and lexically canonical.
+ *
+ * @returns a reason when it is not, else `undefined`
+ */
+export function canonicalPathDefect(path: string): string | undefined {
+  if (!path.startsWith("/")) return "must be an absolute path";
+  if (path === "/") return "must not be the file system root";
+  if (path.endsWith("/")) return "must not end with '/'";
+  // deno-lint-ignore no-control-regex
+  if (/[\u0000-\u001f\u007f]/u.test(path)) return "must not contain control characters";
+  const segments = path.slice(1).split("/");
+  if (segments.some((segment) => segment === "" || segment === "." || segment === "..")) {
+    return "must be canonical (no empty, '.' or '..' segments)";
+  }
+  return undefined;
+}
+
+/**
+ * Validate and normalise a backend configuration. Inert: no I/O.
+ *
+ * @throws {SandboxConfigurationError} naming the first invalid field
+ */
+export function normalizeBackendConfig(config: DockerSandboxBackendConfig): DockerSandboxBackendSettings {
+  const action = "create Docker sandbox backend";
+  const parsed = parseConfiguration(configSchema, config, action, "config");
+  try {
+    parseEngineEndpoint(parsed.endpoint);
+  } catch (cause) {
+    throw new SandboxConfigurationError(`Cannot ${action}: config.endpoint ${(cause as Error).message.replace(/^Cannot use Engine endpoint: /u, "")}`, { cause });
+  }
+  const defect = canonicalPathDefect(parsed.spillDirectory);
+  if (defect) throw new SandboxConfigurationError(`Cannot ${action}: config.spillDirectory ${defect}`);
+  return Object.freeze({
+    profile: DOCKER_SANDBOX_PROFILES[parsed.profile ?? "linux-x64"],
+    endpoint: parsed.endpoint,
+    namespace: parsed.namespace,
+    spillDirectory: parsed.spillDirectory,
+    imageDigest: parsed.imageDigest,
+    user: Object.freeze({ uid: parsed.user.uid, gid: parsed.user.gid }),
+  });
+}

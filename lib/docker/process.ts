@@ -1,0 +1,225 @@
+/**
+ * The sandbox's one agent process: a Docker exec as the non-root user without a TTY, with
+ * stdin as a `WritableStream` (close = half-close), stdout and stderr demultiplexed into
+ * two `ReadableStream`s, and an exit receipt read from `GET /exec/{id}/json`.
+ *
+ * @module
+ */
+import { SandboxError, SandboxDeadlineError, SandboxStoppedError } from "../sandbox/errors.ts";
+import type { SandboxStartOptions } from "../sandbox/start_options.ts";
+import type {
+  NormalizedSandboxProcessRequest,
+  SandboxExitReceipt,
+  SandboxProcess,
+  SandboxProcessReservation,
+} from "../sandbox/process.ts";
+import { SandboxStateError } from "../sandbox/errors.ts";
+import { inspectContainer } from "../engine/containers.ts";
+import { createExec, inspectExec, startExec } from "../engine/exec.ts";
+import type { EngineUpgrade } from "../engine/http/mod.ts";
+import { demultiplex } from "../engine/frames/demultiplex.ts";
+import type { SandboxHost } from "./sandbox.ts";
+import { WORK_PATH } from "./workload.ts";
+import { asSandboxError, isNotFound } from "./_engine_errors.ts";
+import { setLongTimeout } from "./_long_timer.ts";
+
+/**
+ * The wrapper the process runs under: it raises its own `oom_score_adj` to 1000 (allowed
+ * without privileges) before `exec`-ing the target, so under memory pressure the kernel
+ * kills the agent's processes before the keeper. Measured on the build machines: without
+ * it an OOM inside an exec can kill the keeper too.
+ */
+const OOM_WRAPPER = 'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; exec "$0" "$@"';
+
+/** Most bytes one stdin write is split into on its way to the socket. */
+const STDIN_HIGH_WATER_MARK = 64 * 1024;
+
+/** A reserved, not yet started process. */
+export class DockerProcessReservation implements SandboxProcessReservation {
+  /** The normalised request. */
+  readonly request: NormalizedSandboxProcessRequest;
+  readonly #host: SandboxHost;
+  #started = false;
+
+  /** @internal Made by `DockerSandbox.reserveProcess`. */
+  constructor(request: NormalizedSandboxProcessRequest, host: SandboxHost) {
+    this.request = request;
+    this.#host = host;
+  }
+
+  /**
+   * Create and start the exec, attached to stdin, stdout and stderr.
+   *
+   * @throws {SandboxStateError} when called twice
+   * @throws {SandboxStoppedError} (or the stop cause) when the sandbox is stopped
+   * @throws {SandboxAbortedError} when `options.signal` aborted before the exec started
+   * @throws {SandboxEngineError} when the Engine fails
+   */
+  async start(options: SandboxStartOptions = {}): Promise<SandboxProcess> {
+    if (this.#started) throw new SandboxStateError("Cannot start process: it was already started");
+    this.#started = true;
+    const host = this.#host;
+    if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
+    const { request } = this;
+    let attach: EngineUpgrade;
+    let execId: string;
+    try {
+      execId = await createExec(host.engine, host.keeperId, {
+        Cmd: ["/bin/sh", "-c", OOM_WRAPPER, request.executable, ...request.args],
+        Env: Object.entries(request.env).map(([name, value]) => `${name}=${value}`),
+        User: `${host.user.uid}:${host.user.gid}`,
+        WorkingDir: WORK_PATH,
+      }, { timeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
+      attach = await startExec(host.engine, execId, { signal: options.signal });
+    } catch (error) {
+      if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
+      throw asSandboxError(error, "start process");
+    }
+    return runProcess(host, execId, attach, request.maxBufferedOutputBytes);
+  }
+}
+
+function runProcess(host: SandboxHost, execId: string, attach: EngineUpgrade, maxBufferedOutputBytes: number): SandboxProcess {
+  // The attach output ends with the sandbox's stop cause once compute removal begins.
+  const onStopping = () => attach.abort(host.stopping.reason);
+  host.stopping.addEventListener("abort", onStopping, { once: true });
+  const source = stopAware(attach.readable, host.stopping);
+  const output = demultiplex(source, {
+    maxBufferedOutputBytes,
+    onFault: (error) => {
+      host.stopFor(error).catch(() => {});
+    },
+  });
+  const streamEnded = output.done.then(() => undefined, () => undefined);
+
+  let cancelDeadline: (() => void) | undefined;
+  const execution = host.policy.execution;
+  if (execution.kind === "deadline") {
+    cancelDeadline = setLongTimeout(() => {
+      host.stopFor(
+        new SandboxDeadlineError(`Cannot continue process: its execution deadline of ${execution.timeoutMs} ms elapsed`),
+      ).catch(() => {});
+    }, execution.timeoutMs);
+  }
+
+  const exit = observeExit(host, execId, streamEnded).finally(() => {
+    cancelDeadline?.();
+    host.stopping.removeEventListener("abort", onStopping);
+    attach.close().catch(() => {});
+  });
+  exit.catch(() => {});
+
+  return {
+    stdin: stdinStream(attach, host.stopping),
+    stdout: output.stdout,
+    stderr: output.stderr,
+    exit,
+  };
+}
+
+/** Pass bytes through; error with the stop cause once the sandbox stops. */
+function stopAware(readable: ReadableStream<Uint8Array>, stopping: AbortSignal): ReadableStream<Uint8Array> {
+  const reader = readable.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        controller.error(stopping.aborted ? stopping.reason : error);
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}
+
+function stdinStream(attach: EngineUpgrade, stopping: AbortSignal): WritableStream<Uint8Array> {
+  const writer = attach.writable.getWriter();
+  const stoppedError = () => (stopping.reason as SandboxError | undefined) ?? new SandboxStoppedError("Cannot write stdin: the sandbox stopped");
+  let halfClosed = false;
+  const halfClose = async () => {
+    if (halfClosed) return;
+    halfClosed = true;
+    writer.releaseLock();
+    await attach.closeWrite();
+  };
+  return new WritableStream<Uint8Array>({
+    async write(chunk) {
+      if (stopping.aborted) throw stoppedError();
+      try {
+        await writer.write(chunk);
+      } catch (error) {
+        throw stopping.aborted ? stoppedError() : asSandboxError(error, "write stdin");
+      }
+    },
+    async close() {
+      if (stopping.aborted) throw stoppedError();
+      try {
+        await halfClose();
+      } catch (error) {
+        throw stopping.aborted ? stoppedError() : asSandboxError(error, "close stdin");
+      }
+    },
+    async abort() {
+      // Aborting stdin ends the guest's input the same way closing does.
+      await halfClose().catch(() => {});
+    },
+  }, new ByteLengthQueuingStrategy({ highWaterMark: STDIN_HIGH_WATER_MARK }));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * Settle the exit receipt from `GET /exec/{id}/json`, never from the stream ending:
+ * `exited` only for a non-running exec with a numeric `ExitCode` (`null` is still pending).
+ * Once the sandbox is stopping, a status not yet observed is no longer trusted (the stop
+ * itself kills the process): the receipt waits for compute removal and is `unavailable`.
+ * While pending, the keeper is checked too: a dead keeper stops the sandbox.
+ */
+async function observeExit(host: SandboxHost, execId: string, streamEnded: Promise<void>): Promise<SandboxExitReceipt> {
+  const unavailable: SandboxExitReceipt = Object.freeze({ kind: "unavailable", reason: "sandbox_stopped" });
+  const timeoutMs = host.policy.deadlines.cleanupMs;
+  const stopping = new Promise<void>((resolve) => {
+    if (host.stopping.aborted) resolve();
+    host.stopping.addEventListener("abort", () => resolve(), { once: true });
+  });
+  await Promise.race([streamEnded, stopping]);
+  for (let round = 0;; round++) {
+    if (host.stopping.aborted) {
+      await host.computeRemoved;
+      return unavailable;
+    }
+    try {
+      const state = await inspectExec(host.engine, execId, { timeoutMs });
+      if (host.stopping.aborted) continue;
+      if (!state.Running && state.ExitCode !== null) return Object.freeze({ kind: "exited", code: state.ExitCode });
+    } catch (error) {
+      if (isNotFound(error)) return unavailable;
+      // a transient Engine failure: try again below
+    }
+    if (round >= 3 && !host.stopping.aborted) {
+      try {
+        const keeper = await inspectContainer(host.engine, host.keeperId, { timeoutMs });
+        if (!keeper.State.Running) {
+          host.stopFor(new SandboxStoppedError("Cannot continue: the keeper container exited")).catch(() => {});
+        }
+      } catch (error) {
+        if (isNotFound(error)) return unavailable;
+      }
+    }
+    await sleep(Math.min(10 * 2 ** round, 500), host.stopping);
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * The keeper container: its create body (the hardening) and the readback that checks the
+ * Engine applied every part of it.
+ *
+ * Facts measured on the build machines (Engine 28.5, runc 1.1, cgroup v1): an omitted
+ * `CgroupnsMode` means `host` on cgroup v1, so it is always sent; an omitted `MemorySwap`
+ * reads back as twice `Memory`, so it is always sent equal to `Memory` (no swap); tmpfs
+ * `mode=` is ignored when the directory exists in the image but `uid=`/`gid=` are honoured.
+ *
+ * @module
+ */
+import { FIXED_GUEST_ENV } from "../sandbox/process.ts";
+import type { SandboxPolicy } from "../sandbox/policy.ts";
+import { SandboxUnsupportedError } from "../sandbox/errors.ts";
+import type { ContainerInspect } from "../engine/containers.ts";
+
+/** Guest path of the workspace volume. */
+export const WORKSPACE_PATH = "/workspace";
+/** Guest path the workload writes (created owned by the sandbox user). */
+export const WORK_PATH = "/workspace/work";
+/** Guest HOME (a tmpfs). */
+export const HOME_PATH = "/home/sandbox";
+/** Guest TMPDIR (a tmpfs). */
+export const TMP_PATH = "/tmp";
+
+/**
+ * The fixed keeper: PID 1 of the container, a `/bin/sh` loop that sleeps in the background
+ * and waits, so it also reaps orphaned descendants (no zombies pile up), and exits on TERM.
+ */
+export const KEEPER_COMMAND: readonly string[] = Object.freeze([
+  "-c",
+  "trap 'exit 0' TERM INT; while :; do sleep 2147483647 & wait $!; done",
+]);
+
+/** Everything the keeper's create body depends on. */
+export interface WorkloadSpec {
+  /** Exact image ID. */
+  readonly imageDigest: string;
+  /** Guest identity. */
+  readonly user: { readonly uid: number; readonly gid: number };
+  /** Normalised policy. */
+  readonly policy: SandboxPolicy;
+  /** Name of the private volume. */
+  readonly volumeName: string;
+  /** Network name (`outbound`), or `undefined` for `none`. */
+  readonly networkName: string | undefined;
+  /** Exact labels of the container. */
+  readonly labels: Readonly<Record<string, string>>;
+  /** AppArmor profile the daemon applies (`docker-default` or empty). */
+  readonly appArmorProfile: string;
+}
+
+function envEntries(): string[] {
+  return Object.entries(FIXED_GUEST_ENV).map(([name, value]) => `${name}=${value}`);
+}
+
+function tmpfsOptions(bytes: number, user: { uid: number; gid: number }, mode: string): string {
+  return `rw,nosuid,nodev,size=${bytes},uid=${user.uid},gid=${user.gid},mode=${mode}`;
+}
+
+/** `NanoCpus` for a CPU count. */
+export function nanoCpus(cpus: number): number {
+  return Math.round(cpus * 1e9);
+}
+
+/**
+ * The `POST /containers/create` body of the keeper (Engine API v1.44+).
+ */
+export function keeperCreateBody(spec: WorkloadSpec): Record<string, unknown> {
+  const { policy, user } = spec;
+  return {
+    Image: spec.imageDigest,
+    User: `${user.uid}:${user.gid}`,
+    Entrypoint: ["/bin/sh"],
+    Cmd: [...KEEPER_COMMAND],
+    WorkingDir: WORKSPACE_PATH,
+    Env: envEntries(),
+    Labels: { ...spec.labels },
+    Tty: false,
+    OpenStdin: false,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    ExposedPorts: {},
+    HostConfig: {
+      ReadonlyRootfs: true,
+      CapDrop: ["ALL"],
+      CapAdd: [],
+      SecurityOpt: ["no-new-privileges"],
+      PidMode: "",
+      IpcMode: "private",
+      CgroupnsMode: "private",
+      UsernsMode: "",
+      Privileged: false,
+      Memory: policy.resources.memoryBytes,
+      MemorySwap: policy.resources.memoryBytes,
+      NanoCpus: nanoCpus(policy.resources.cpus),
+      PidsLimit: policy.resources.pids,
+      NetworkMode: spec.networkName ?? "none",
+      Tmpfs: {
+        [HOME_PATH]: tmpfsOptions(policy.tmpfs.homeBytes, user, "0700"),
+        [TMP_PATH]: tmpfsOptions(policy.tmpfs.tmpBytes, user, "1777"),
+      },
+      Mounts: [{ Type: "volume", Source: spec.volumeName, Target: WORKSPACE_PATH, ReadOnly: false, VolumeOptions: { NoCopy: true } }],
+      Binds: [],
+      Devices: [],
+      PortBindings: {},
+      PublishAllPorts: false,
+      Init: false,
+      RestartPolicy: { Name: "no" },
+      AutoRemove: false,
+      LogConfig: { Type: "none", Config: {} },
+    },
+  };
+}
+
+function sameList(actual: readonly string[] | null | undefined, expected: readonly string[]): boolean {
+  const list = actual ?? [];
+  return list.length === expected.length && list.every((value, index) => value === expected[index]);
+}
+
+/**
+ * Compare the keeper's `GET /containers/{id}/json` with its spec.
+ *
+ * @param inspect the readback
+ * @param spec what was requested
+ * @param running whether the container must be running (after start) or merely created
+ * @returns one sentence per mismatch (empty when everything matches)
+ */
+export function workloadMismatches(inspect: ContainerInspect, spec: WorkloadSpec, running: boolean): string[] {
+  const problems: string[] = [];
+  const check = (ok: boolean, what: string) => {
+    if (!ok) problems.push(what);
+  };
+  const { Config: config, HostConfig: host, policy } = { ...inspect, policy: spec.policy };
+  check(inspect.Image === spec.imageDigest, `image is ${inspect.Image}`);
+  check(config.User === `${spec.user.uid}:${spec.user.gid}`, `user is '${config.User}'`);
+  check(sameList(config.Entrypoint, ["/bin/sh"]) && sameList(config.Cmd, KEEPER_COMMAND), "entrypoint/command is not the fixed keeper");
+  check(sameList(config.Env, envEntries()), `environment is ${JSON.stringify(config.Env)}`);
+  check(!config.Tty && !config.OpenStdin, "a TTY or stdin is attached");
+  check(Object.keys(config.ExposedPorts ?? {}).length === 0, "ports are exposed");
+  check(host.ReadonlyRootfs, "root file system is writable");
+  check(sameList(host.CapDrop, ["ALL"]) && (host.CapAdd ?? []).length === 0, `capabilities are CapDrop ${JSON.stringify(host.CapDrop)} CapAdd ${JSON.stringify(host.CapAdd)}`);
+  check(sameList(host.SecurityOpt, ["no-new-privileges"]), `security options are ${JSON.stringify(host.SecurityOpt)}`);
+  check(host.PidMode === "", `PID namespace mode is '${host.PidMode}'`);
+  check(host.IpcMode === "private", `IPC namespace mode is '${host.IpcMode}'`);
+  check(host.CgroupnsMode === "private", `cgroup namespace mode is '${host.CgroupnsMode}'`);
+  check(host.UsernsMode === "", `user namespace mode is '${host.UsernsMode}'`);
+  check(!host.Privileged, "container is privileged");
+  check(host.Memory === policy.resources.memoryBytes, `Memory is ${host.Memory}`);
+  check(host.MemorySwap === policy.resources.memoryBytes, `MemorySwap is ${host.MemorySwap}`);
+  check(host.NanoCpus === nanoCpus(policy.resources.cpus), `NanoCpus is ${host.NanoCpus}`);
+  check(host.PidsLimit === policy.resources.pids, `PidsLimit is ${host.PidsLimit}`);
+  check(host.NetworkMode === (spec.networkName ?? "none"), `network mode is '${host.NetworkMode}'`);
+  const tmpfs = host.Tmpfs ?? {};
+  check(
+    Object.keys(tmpfs).length === 2 &&
+      tmpfs[HOME_PATH] === tmpfsOptions(policy.tmpfs.homeBytes, spec.user, "0700") &&
+      tmpfs[TMP_PATH] === tmpfsOptions(policy.tmpfs.tmpBytes, spec.user, "1777"),
+    `tmpfs mounts are ${JSON.stringify(tmpfs)}`,
+  );
+  const mounts = host.Mounts ?? [];
+  check(
+    mounts.length === 1 && mounts[0].Type === "volume" && mounts[0].Source === spec.volumeName &&
+      mounts[0].Target === WORKSPACE_PATH && !mounts[0].ReadOnly,
+    `requested mounts are ${JSON.stringify(mounts)}`,
+  );
+  const effective = inspect.Mounts;
+  check(
+    effective.length === 1 && effective[0].Type === "volume" && effective[0].Name === spec.volumeName &&
+      effective[0].Destination === WORKSPACE_PATH && effective[0].RW,
+    `effective mounts are ${JSON.stringify(effective.map((m) => [m.Type, m.Name, m.Destination]))}`,
+  );
+  check((host.Binds ?? []).length === 0, "host binds are present");
+  check((host.Devices ?? []).length === 0 && (host.DeviceRequests ?? []).length === 0, "devices are present");
+  check(Object.keys(host.PortBindings ?? {}).length === 0 && !host.PublishAllPorts, "ports are published");
+  check((host.VolumesFrom ?? []).length === 0, "volumes are shared from another container");
+  if (running) {
+    check(inspect.State.Running, `state is ${inspect.State.Status}`);
+    check((inspect.AppArmorProfile ?? "") === spec.appArmorProfile, `AppArmor profile is '${inspect.AppArmorProfile ?? ""}'`);
+  }
+  return problems;
+}
+
+/**
+ * Throw when the readback differs from the spec.
+ *
+ * @throws {SandboxUnsupportedError} listing every mismatch
+ */
+export function verifyWorkload(inspect: ContainerInspect, spec: WorkloadSpec, running: boolean): void {
+  const problems = workloadMismatches(inspect, spec, running);
+  if (problems.length > 0) {
+    throw new SandboxUnsupportedError(`Cannot start sandbox: the keeper container reads back differently: ${problems.join("; ")}`);
+  }
+}
