@@ -1,0 +1,85 @@
+// Helpers of the real-engine sandbox tests: a backend on the lane's engine with a fresh
+// spill directory, a recording recovery port, and exact-resource absence checks.
+import assert from "node:assert/strict";
+import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { SandboxRecoveryRecord } from "../../lib/sandbox/backend.ts";
+import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
+import type { DockerEngine } from "../../lib/engine/client.ts";
+import { DockerEngineError } from "../../lib/engine/errors.ts";
+import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
+import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
+import { busyboxImage, endpoint } from "./_engine.ts";
+
+/** A modest default policy for tests. */
+export const testPolicy: SandboxPolicyInput = {
+  resources: { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 },
+};
+
+/** A recovery port that keeps every record. */
+export function recordingPort(): { records: SandboxRecoveryRecord[]; record(record: SandboxRecoveryRecord): Promise<void> } {
+  const records: SandboxRecoveryRecord[] = [];
+  return { records, record: (record) => Promise.resolve(void records.push(record)) };
+}
+
+/** Run `fn` with a backend and a fresh spill directory, removed afterwards. */
+export async function withBackend(
+  fn: (backend: DockerSandboxBackend, spillDirectory: string) => Promise<void>,
+  image: string = busyboxImage,
+): Promise<void> {
+  const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-spill-")));
+  try {
+    const backend = createDockerSandboxBackend({
+      profile: "linux-x64-cgroupfs",
+      endpoint: endpoint!,
+      namespace: "test",
+      spillDirectory,
+      imageDigest: image,
+      user: { uid: 65534, gid: 65534 },
+    });
+    await fn(backend, spillDirectory);
+  } finally {
+    await rm(spillDirectory, { recursive: true, force: true });
+  }
+}
+
+/** Start a sandbox, run `fn`, destroy it, and check its exact resources are gone. */
+export async function withSandbox(
+  engine: DockerEngine,
+  fn: (sandbox: DockerSandbox) => Promise<void>,
+  options: { policy?: SandboxPolicyInput; image?: string } = {},
+): Promise<void> {
+  await withBackend(async (backend) => {
+    const sandbox = await backend.reserve({ policy: options.policy ?? testPolicy }, recordingPort()).start();
+    try {
+      await fn(sandbox);
+    } finally {
+      await sandbox.destroy();
+      await assertGone(engine, sandbox);
+    }
+  }, options.image);
+}
+
+async function assertAbsent(engine: DockerEngine, path: string): Promise<void> {
+  await assert.rejects(
+    engine.request("GET", path),
+    (error) => error instanceof DockerEngineError && error.code === "not_found",
+    `${path} still exists`,
+  );
+}
+
+/** Assert that every resource of `sandbox` answers 404 by its exact identity. */
+export async function assertGone(engine: DockerEngine, sandbox: DockerSandbox): Promise<void> {
+  const { keeperId, volumeName, networkId, accessorId } = sandbox.resources;
+  await assertAbsent(engine, `/containers/${keeperId}/json`);
+  await assertAbsent(engine, `/volumes/${volumeName}`);
+  if (networkId) await assertAbsent(engine, `/networks/${networkId}`);
+  if (accessorId) await assertAbsent(engine, `/containers/${accessorId}/json`);
+  assert.equal(sandbox.state, "destroyed");
+}
+
+/** Read a whole byte stream as UTF-8 text. */
+export async function text(stream: ReadableStream<Uint8Array>): Promise<string> {
+  return await new Response(stream).text();
+}

@@ -1,0 +1,70 @@
+import assert from "node:assert/strict";
+import { engineTest } from "./_engine.ts";
+import { text, withSandbox } from "./_sandbox.ts";
+
+// Everything here is observed from inside the guest by the sandbox's own process.
+const probe = [
+  "if touch /rootfs-write 2>/dev/null; then echo root=writable; else echo root=readonly; fi",
+  "echo id=$(id -u):$(id -g)",
+  "grep -E '^(CapEff|NoNewPrivs):' /proc/self/status | tr -d '\\t ' ",
+  "echo net=$(ls /sys/class/net | tr '\\n' ' ')",
+  "echo pids=$(ls /proc | grep -E '^[0-9]+$' | wc -l)",
+  "echo pid1=$(cat /proc/1/cmdline | tr '\\0' ' ')",
+  "touch \"$HOME/h\" && echo home=writable",
+  "touch \"$TMPDIR/t\" && echo tmp=writable",
+  "touch /workspace/work/w && echo work=writable",
+  "echo cwd=$(pwd)",
+  "echo env=$(env | grep -E '^(HOME|TMPDIR|PATH|EXTRA)=' | sort | tr '\\n' ' ')",
+].join("; ");
+
+engineTest("DockerSandbox hardening holds inside the guest (isolated)", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", probe], env: { EXTRA: "literal value" } }).start();
+    await process.stdin.close();
+    const [out, err, exit] = await Promise.all([text(process.stdout), text(process.stderr), process.exit]);
+    assert.equal(err, "");
+    assert.deepEqual(exit, { kind: "exited", code: 0 });
+    const lines = Object.fromEntries(out.trim().split("\n").map((line) => {
+      const at = line.indexOf(line.includes("=") ? "=" : ":");
+      return [line.slice(0, at), line.slice(at + 1).trim()];
+    }));
+    assert.equal(lines.root, "readonly");
+    assert.equal(lines.id, "65534:65534");
+    assert.equal(lines.CapEff, "0000000000000000");
+    assert.equal(lines.NoNewPrivs, "1");
+    assert.equal(lines.net, "lo");
+    // keeper shell, its sleep, this shell and the few probes it forks: nothing from the host
+    assert.ok(Number(lines.pids) <= 8, `guest sees ${lines.pids} processes`);
+    assert.match(lines.pid1, /^\/bin\/sh -c trap/);
+    assert.equal(lines.home, "writable");
+    assert.equal(lines.tmp, "writable");
+    assert.equal(lines.work, "writable");
+    assert.equal(lines.cwd, "/workspace/work");
+    assert.equal(
+      lines.env,
+      "EXTRA=literal value HOME=/home/sandbox PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TMPDIR=/tmp",
+    );
+  });
+});
+
+engineTest("DockerSandbox outbound network adds exactly one interface besides lo", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    assert.ok(sandbox.resources.networkId);
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "ls /sys/class/net | sort | tr '\\n' ' '"] }).start();
+    await process.stdin.close();
+    const [out, exit] = await Promise.all([text(process.stdout), process.exit]);
+    assert.deepEqual(exit, { kind: "exited", code: 0 });
+    assert.equal(out, "eth0 lo ");
+  }, { policy: { resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 }, network: "outbound" } });
+});
+
+engineTest("DockerSandbox reaps orphaned descendants (no zombies)", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const script = "for i in 1 2 3 4 5; do (sh -c 'sleep 0.1' &) ; done; sleep 1; ps -o stat,comm | grep -c '^Z' || true";
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", script] }).start();
+    await process.stdin.close();
+    const [out, exit] = await Promise.all([text(process.stdout), process.exit]);
+    assert.deepEqual(exit, { kind: "exited", code: 0 });
+    assert.equal(out.trim(), "0");
+  });
+});

@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { SandboxConfigurationError, SandboxStateError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
+import { engineTest } from "./_engine.ts";
+import { text, withSandbox } from "./_sandbox.ts";
+
+const encoder = new TextEncoder();
+
+engineTest("DockerSandbox process stdin half-close: the guest sees EOF and later output arrives", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const process = await sandbox.reserveProcess({
+      executable: "/bin/sh",
+      args: ["-c", "cat; echo after-eof; echo err-after-eof >&2"],
+    }).start();
+    const writer = process.stdin.getWriter();
+    await writer.write(encoder.encode("first line\n"));
+    await writer.write(encoder.encode("second line\n"));
+    await writer.close();
+    const [out, err, exit] = await Promise.all([text(process.stdout), text(process.stderr), process.exit]);
+    assert.equal(out, "first line\nsecond line\nafter-eof\n");
+    assert.equal(err, "err-after-eof\n");
+    assert.deepEqual(exit, { kind: "exited", code: 0 });
+  });
+});
+
+engineTest("DockerSandbox process carries binary bytes both ways exactly", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const input = new Uint8Array(3 * 1024 * 1024 + 17);
+    for (let i = 0; i < input.length; i++) input[i] = (i * 2654435761) >>> 24;
+    const process = await sandbox.reserveProcess({ executable: "/bin/cat", maxBufferedOutputBytes: 8 * 1024 * 1024 }).start();
+    const writing = (async () => {
+      const writer = process.stdin.getWriter();
+      for (let offset = 0; offset < input.length; offset += 100_000) await writer.write(input.subarray(offset, offset + 100_000));
+      await writer.close();
+    })();
+    const out = new Uint8Array(await new Response(process.stdout).arrayBuffer());
+    await writing;
+    assert.equal(out.length, input.length);
+    assert.ok(out.every((byte, i) => byte === input[i]), "bytes differ");
+    assert.deepEqual(await process.exit, { kind: "exited", code: 0 });
+  });
+});
+
+for (const [script, code] of [["exit 0", 0], ["exit 1", 1], ["kill -9 $$", 137]] as const) {
+  engineTest(`DockerSandbox exit receipt reports code ${code}`, async (engine) => {
+    await withSandbox(engine, async (sandbox) => {
+      const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", script] }).start();
+      await process.stdin.close();
+      await Promise.all([text(process.stdout), text(process.stderr)]);
+      assert.deepEqual(await process.exit, { kind: "exited", code });
+      assert.equal(sandbox.state, "running");
+    });
+  });
+}
+
+engineTest("DockerSandbox exit receipt is unavailable after stop() during a run; stop keeps the volume", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const process = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["600"] }).start();
+    const stdout = text(process.stdout).catch((error) => error);
+    await sandbox.stop();
+    assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
+    const outcome = await stdout;
+    assert.ok(outcome instanceof SandboxStoppedError || outcome === "", `stdout ended with ${outcome}`);
+    assert.equal(sandbox.state, "stopped");
+    assert.ok(sandbox.stopCause instanceof SandboxStoppedError);
+    // the volume is still there until destroy
+    await engine.request("GET", `/volumes/${sandbox.resources.volumeName}`);
+    await assert.rejects(engine.request("GET", `/containers/${sandbox.resources.keeperId}/json`));
+    // an observed receipt never changes
+    assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
+  });
+});
+
+engineTest("DockerSandbox reserveProcess rejects a conflicting fixed variable and a second process", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    assert.throws(
+      () => sandbox.reserveProcess({ executable: "/bin/true", env: { HOME: "/root" } }),
+      (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && /HOME/.test(error.message),
+    );
+    assert.throws(
+      () => sandbox.reserveProcess({ executable: "bin/true" }),
+      (error) => error instanceof SandboxConfigurationError && /executable/.test(error.message),
+    );
+    const reservation = sandbox.reserveProcess({ executable: "/bin/true", env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" } });
+    assert.throws(
+      () => sandbox.reserveProcess({ executable: "/bin/true" }),
+      (error) => error instanceof SandboxStateError && error.code === "invalid_state",
+    );
+    const process = await reservation.start();
+    await process.stdin.close();
+    assert.deepEqual(await process.exit, { kind: "exited", code: 0 });
+  });
+});
