@@ -1,0 +1,335 @@
+/**
+ * Splitting the Docker Engine's multiplexed exec output into stdout and stderr.
+ *
+ * Without a TTY, the Engine's attach stream (Docker Engine API v1.24 and later, "Attach to a
+ * container" / "Start an exec instance") carries stdout and stderr on one connection as
+ * frames: an 8-byte header, then the payload. Header byte 0 is the stream type (0 stdin, 1
+ * stdout, 2 stderr), bytes 1–3 are zero, bytes 4–7 are the payload length as a big-endian
+ * unsigned 32-bit integer.
+ *
+ * @module
+ */
+import {
+  SandboxAbandonedOutputError,
+  SandboxConfigurationError,
+  SandboxEngineError,
+  type SandboxError,
+  SandboxFramingError,
+  SandboxOutputLimitError,
+} from "../../sandbox/errors.ts";
+
+/** Size of a frame header, in bytes (Docker Engine API attach stream). */
+export const FRAME_HEADER_BYTES = 8;
+/** Default of {@linkcode DemultiplexOptions.maxFrameBytes}, in bytes: 1 MiB. */
+export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+
+const STDOUT = 1;
+const STDERR = 2;
+const MAX_UINT32 = 0xffff_ffff;
+const ACTION = "Cannot demultiplex process output";
+
+/** Options of {@linkcode demultiplex}. */
+export interface DemultiplexOptions {
+  /**
+   * Bound on output enqueued but not yet read, in bytes, combined over stdout and stderr: an
+   * integer from 1 to 2^53 - 1. A payload piece that would take the unread total above it is
+   * an overflow. Each piece is at most one source chunk, so the bound should be at least the
+   * source's chunk size (the Engine connection's is 64 KiB).
+   */
+  readonly maxBufferedOutputBytes: number;
+  /**
+   * Largest payload length a frame may declare, in bytes: an integer from 0 to 2^32 - 1. A
+   * larger declaration is a framing error, raised before any byte of that payload is kept.
+   *
+   * @default {1048576} 1 MiB
+   */
+  readonly maxFrameBytes?: number;
+  /**
+   * Called exactly once, synchronously, on the first fault; never on a clean end. The caller
+   * stops the sandbox here. Must not throw (an exception it throws is ignored).
+   *
+   * @param error A `SandboxOutputLimitError` (overflow), `SandboxFramingError` (malformed
+   *   frames or an end inside a frame), `SandboxAbandonedOutputError` (a consumer cancelled
+   *   stdout or stderr before the end) or `SandboxEngineError` (the source failed; `cause`
+   *   is its error).
+   */
+  readonly onFault: (error: SandboxError) => void;
+}
+
+/** The two output streams of {@linkcode demultiplex} and the end of reading. */
+export interface DemultiplexedOutput {
+  /** Payload bytes of stream type 1, in order. Closes at a clean end; errors on a fault. */
+  readonly stdout: ReadableStream<Uint8Array>;
+  /** Payload bytes of stream type 2, in order. Closes at a clean end; errors on a fault. */
+  readonly stderr: ReadableStream<Uint8Array>;
+  /**
+   * Resolves when the source ended cleanly at a frame boundary (both streams are then closed,
+   * though unread bytes may remain in them); rejects with the fault otherwise. Already marked
+   * handled, so leaving it unawaited raises no unhandled rejection.
+   */
+  readonly done: Promise<void>;
+}
+
+interface Channel {
+  readonly name: "stdout" | "stderr";
+  readonly stream: ReadableStream<Uint8Array>;
+  readonly controller: ReadableStreamDefaultController<Uint8Array>;
+}
+
+function checkedInteger(value: unknown, minimum: number, maximum: number, field: string): number {
+  if (
+    typeof value !== "number" || !Number.isInteger(value) || value < minimum || value > maximum
+  ) {
+    throw new SandboxConfigurationError(
+      `${ACTION}: options.${field} must be an integer from ${minimum} to ${maximum} bytes`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Demultiplexes a Docker Engine attach stream (non-TTY) into stdout and stderr.
+ *
+ * The source is read continuously, whether or not anyone reads the outputs: stdout and stderr
+ * share one connection, so waiting for a slow stdout reader would also stall stderr. Memory
+ * stays bounded regardless of what the peer sends:
+ * - unread output (both streams together, measured by their byte-length queues) never exceeds
+ *   `maxBufferedOutputBytes`; a piece that would exceed it faults with
+ *   `SandboxOutputLimitError` instead of being kept;
+ * - payloads are forwarded piecewise as they arrive, copied out of the source chunk, and no
+ *   buffer is ever allocated from a declared frame length;
+ * - besides the output queues, at most a partial 8-byte header and the source chunk being
+ *   split are held.
+ *
+ * A fault errors both streams with the error (dropping unread output), cancels the source,
+ * calls `onFault` once and rejects `done`. Faults: overflow (`SandboxOutputLimitError`); a
+ * stream type other than 1 or 2 (including stdin's 0 and the Engine's "systemerr" 3), nonzero
+ * reserved bytes, a declared length above `maxFrameBytes`, a non-`Uint8Array` chunk, or an end
+ * inside a header or payload (`SandboxFramingError`); a consumer cancelling stdout or stderr
+ * before the clean end (`SandboxAbandonedOutputError`: unread output cannot be dropped
+ * silently, so the caller stops the sandbox); the source erroring (`SandboxEngineError`).
+ * Zero-length frames are accepted and produce no chunk. After a clean end, cancelling a stream
+ * only discards its unread bytes.
+ *
+ * @param source The attach stream's output side; `demultiplex` locks it and owns it from now.
+ * @param options The output bound, the frame bound and the fault callback.
+ * @returns The two output streams and `done`.
+ * @throws {SandboxConfigurationError} When `maxBufferedOutputBytes` or `maxFrameBytes` is out
+ *   of range or `onFault` is not a function.
+ * @throws {TypeError} When `source` is already locked.
+ *
+ * @example
+ * ```ts
+ * import { demultiplex } from "./demultiplex.ts";
+ *
+ * const frame = (type: number, text: string): Uint8Array => {
+ *   const payload = new TextEncoder().encode(text);
+ *   const bytes = new Uint8Array(8 + payload.length);
+ *   bytes[0] = type;
+ *   new DataView(bytes.buffer).setUint32(4, payload.length);
+ *   bytes.set(payload, 8);
+ *   return bytes;
+ * };
+ * const source = ReadableStream.from([frame(1, "hello "), frame(2, "warning"), frame(1, "world")]);
+ * const { stdout, stderr, done } = demultiplex(source, {
+ *   maxBufferedOutputBytes: 4 * 1024 * 1024,
+ *   onFault: (error) => console.error("stop the sandbox:", error.code),
+ * });
+ * const [out, err] = await Promise.all([
+ *   new Response(stdout).text(),
+ *   new Response(stderr).text(),
+ * ]);
+ * await done;
+ * console.log(out, "|", err); // "hello world | warning"
+ * ```
+ */
+export function demultiplex(
+  source: ReadableStream<Uint8Array>,
+  options: DemultiplexOptions,
+): DemultiplexedOutput {
+  const limit = checkedInteger(
+    options.maxBufferedOutputBytes,
+    1,
+    Number.MAX_SAFE_INTEGER,
+    "maxBufferedOutputBytes",
+  );
+  const maxFrameBytes = checkedInteger(
+    options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+    0,
+    MAX_UINT32,
+    "maxFrameBytes",
+  );
+  const onFault = options.onFault;
+  if (typeof onFault !== "function") {
+    throw new SandboxConfigurationError(`${ACTION}: options.onFault must be a function`);
+  }
+  const reader = source.getReader();
+
+  let state: "running" | "ended" | "faulted" = "running";
+  let resolveDone!: () => void;
+  let rejectDone!: (error: SandboxError) => void;
+  const done = new Promise<void>((resolve, reject) => {
+    resolveDone = resolve;
+    rejectDone = reject;
+  });
+  done.catch(() => {});
+
+  const header = new Uint8Array(FRAME_HEADER_BYTES);
+  const headerView = new DataView(header.buffer);
+  let headerFilled = 0;
+  let payloadRemaining = 0;
+  let target: Channel | undefined;
+
+  function fault(error: SandboxError): void {
+    if (state !== "running") return;
+    state = "faulted";
+    for (const channel of [stdout, stderr]) {
+      try {
+        channel.controller.error(error);
+      } catch {
+        // Already closed by the consumer's cancel.
+      }
+    }
+    reader.cancel(error).catch(() => {});
+    try {
+      onFault(error);
+    } catch {
+      // Documented: onFault must not throw; its exception cannot change the outcome.
+    }
+    rejectDone(error);
+  }
+
+  function channel(name: "stdout" | "stderr"): Channel {
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        controller = c;
+      },
+      cancel(reason) {
+        fault(
+          new SandboxAbandonedOutputError(
+            `${ACTION}: the ${name} reader was cancelled before the output ended`,
+            { cause: reason },
+          ),
+        );
+      },
+    }, new ByteLengthQueuingStrategy({ highWaterMark: limit }));
+    return { name, stream, controller };
+  }
+  const stdout = channel("stdout");
+  const stderr = channel("stderr");
+
+  /** Bytes enqueued on `channel` and not yet read (its queue's total size). */
+  function unread(channel: Channel): number {
+    return limit - (channel.controller.desiredSize ?? limit);
+  }
+
+  function openFrame(): SandboxError | undefined {
+    const type = header[0];
+    if (header[1] !== 0 || header[2] !== 0 || header[3] !== 0) {
+      return new SandboxFramingError(`${ACTION}: a frame header has nonzero reserved bytes`);
+    }
+    if (type !== STDOUT && type !== STDERR) {
+      return new SandboxFramingError(
+        `${ACTION}: a frame header names stream type ${type} (expected 1 stdout or 2 stderr)`,
+      );
+    }
+    const size = headerView.getUint32(4);
+    if (size > maxFrameBytes) {
+      return new SandboxFramingError(
+        `${ACTION}: a frame declares ${size} bytes, above the ${maxFrameBytes}-byte frame limit`,
+      );
+    }
+    target = type === STDOUT ? stdout : stderr;
+    payloadRemaining = size;
+    return undefined;
+  }
+
+  /** Splits one source chunk; returns `false` once faulted. */
+  function consume(chunk: unknown): boolean {
+    if (!(chunk instanceof Uint8Array)) {
+      fault(new SandboxFramingError(`${ACTION}: the source produced a chunk that is not bytes`));
+      return false;
+    }
+    let offset = 0;
+    const end = chunk.byteLength;
+    while (offset < end) {
+      if (payloadRemaining === 0) {
+        const take = Math.min(FRAME_HEADER_BYTES - headerFilled, end - offset);
+        header.set(chunk.subarray(offset, offset + take), headerFilled);
+        headerFilled += take;
+        offset += take;
+        if (headerFilled < FRAME_HEADER_BYTES) break;
+        headerFilled = 0;
+        const error = openFrame();
+        if (error !== undefined) {
+          fault(error);
+          return false;
+        }
+        continue;
+      }
+      const take = Math.min(payloadRemaining, end - offset);
+      const channel = target!;
+      if (unread(channel) + take > limit) {
+        fault(
+          new SandboxOutputLimitError(
+            `${ACTION}: unread stdout and stderr would exceed ${limit} bytes`,
+          ),
+        );
+        return false;
+      }
+      channel.controller.enqueue(chunk.slice(offset, offset + take));
+      offset += take;
+      payloadRemaining -= take;
+    }
+    return true;
+  }
+
+  function end(): void {
+    if (headerFilled !== 0) {
+      fault(
+        new SandboxFramingError(
+          `${ACTION}: the stream ended inside a frame header (${headerFilled} of ` +
+            `${FRAME_HEADER_BYTES} bytes)`,
+        ),
+      );
+      return;
+    }
+    if (payloadRemaining !== 0) {
+      fault(
+        new SandboxFramingError(
+          `${ACTION}: the stream ended inside a frame payload (${payloadRemaining} bytes missing)`,
+        ),
+      );
+      return;
+    }
+    state = "ended";
+    stdout.controller.close();
+    stderr.controller.close();
+    reader.releaseLock();
+    resolveDone();
+  }
+
+  async function pump(): Promise<void> {
+    while (state === "running") {
+      let result: ReadableStreamReadResult<Uint8Array>;
+      try {
+        result = await reader.read();
+      } catch (cause) {
+        fault(new SandboxEngineError(`${ACTION}: the attach stream failed`, { cause }));
+        return;
+      }
+      if (state !== "running") return;
+      if (result.done) {
+        end();
+        return;
+      }
+      if (!consume(result.value)) return;
+    }
+  }
+  pump().catch((cause: unknown) => {
+    fault(new SandboxEngineError(`${ACTION}: demultiplexing failed unexpectedly`, { cause }));
+  });
+
+  return { stdout: stdout.stream, stderr: stderr.stream, done };
+}

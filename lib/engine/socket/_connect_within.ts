@@ -1,0 +1,89 @@
+/**
+ * Connect-time rules shared by the runtime adapters: argument validation, the connect
+ * deadline, the abort signal, and discarding a connection that arrives too late.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { DockerEngineTransportError } from "../http/errors.ts";
+import { parseInput, socketPathSchema, timerMsSchema } from "../http/validate.ts";
+import { describeSocketError } from "./_connection.ts";
+import type { ConnectOptions } from "./types.ts";
+
+const connectArgumentsSchema = z.object({
+  path: socketPathSchema,
+  signal: z.instanceof(AbortSignal).optional(),
+  timeoutMs: timerMsSchema.optional(),
+});
+
+/**
+ * Runs `open` under the options' signal and deadline.
+ *
+ * @param path Absolute Unix socket path (validated here).
+ * @param options Signal and connect deadline.
+ * @param open Starts connecting.
+ * @param discard Releases a connection that arrived after the caller gave up.
+ * @returns What `open` resolved with.
+ * @throws {TypeError} When `path` or `options` are invalid.
+ * @throws {DockerEngineTransportError} `aborted`, `deadline` or `connection`.
+ */
+export function connectWithin<T>(
+  path: string,
+  options: ConnectOptions,
+  open: () => Promise<T>,
+  discard: (value: T) => void,
+): Promise<T> {
+  try {
+    parseInput(connectArgumentsSchema, { path, ...options }, "connect to the socket");
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  const { signal, timeoutMs } = options;
+  const aborted = () =>
+    new DockerEngineTransportError(
+      "aborted",
+      `Cannot connect to ${path}: the signal was aborted`,
+      { cause: signal?.reason },
+    );
+  if (signal?.aborted) return Promise.reject(aborted());
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const settle = () => {
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const onAbort = () => {
+      settle();
+      reject(aborted());
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        settle();
+        reject(
+          new DockerEngineTransportError(
+            "deadline",
+            `Cannot connect to ${path}: no connection within ${timeoutMs} ms`,
+          ),
+        );
+      }, timeoutMs);
+    }
+    Promise.resolve().then(open).then((value) => {
+      if (settled) return discard(value);
+      settle();
+      resolve(value);
+    }, (error: unknown) => {
+      if (settled) return;
+      settle();
+      reject(
+        new DockerEngineTransportError(
+          "connection",
+          `Cannot connect to ${path}: ${describeSocketError(error)}`,
+          { cause: error },
+        ),
+      );
+    });
+  });
+}

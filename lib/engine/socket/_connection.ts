@@ -1,0 +1,155 @@
+/**
+ * Turns a runtime's raw socket primitives into a {@linkcode SocketConnection} with
+ * pull-based Web Streams. Shared by the three runtime adapters so the stream and
+ * lifecycle rules are written once.
+ *
+ * @module
+ */
+import { DockerEngineTransportError } from "../http/errors.ts";
+import type { SocketConnection } from "./types.ts";
+
+/** The primitives a runtime adapter provides for one connected socket. */
+export interface RawSocket {
+  /** Resolves with the next runtime chunk, `null` at end of stream; reads only when called. */
+  read(): Promise<Uint8Array | null>;
+  /** Resolves once the runtime accepted every byte of `chunk`. */
+  write(chunk: Uint8Array): Promise<void>;
+  /** Sends FIN (shutdown of the write side). */
+  shutdown(): Promise<void>;
+  /** Releases the socket now; pending `read`/`write` calls settle soon after. */
+  destroy(): void;
+}
+
+/**
+ * Wraps raw socket primitives as a {@linkcode SocketConnection}.
+ *
+ * @param raw The runtime's primitives for one connected socket.
+ * @returns The connection; its owner must `close()` or `abort()` it.
+ */
+export function toSocketConnection(raw: RawSocket): SocketConnection {
+  return new StreamedSocket(raw);
+}
+
+/** Describes a runtime error in one short phrase (its code when it has one). */
+export function describeSocketError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    const prefix = typeof code === "string" && code !== "" ? `${code} ` : "";
+    return `${prefix}${error.message}`.trim() || error.name;
+  }
+  return String(error);
+}
+
+function socketError(action: string, cause: unknown): DockerEngineTransportError {
+  if (cause instanceof DockerEngineTransportError) return cause;
+  return new DockerEngineTransportError(
+    "connection",
+    `Cannot ${action} the socket: ${describeSocketError(cause)}`,
+    { cause },
+  );
+}
+
+class StreamedSocket implements SocketConnection {
+  readonly readable: ReadableStream<Uint8Array>;
+  readonly writable: WritableStream<Uint8Array>;
+  readonly #raw: RawSocket;
+  #readController!: ReadableStreamDefaultController<Uint8Array>;
+  #writeController!: WritableStreamDefaultController;
+  /** The write handed to the runtime and not yet settled (never rejects). */
+  #writing: Promise<void> = Promise.resolve();
+  #halfClosed: Promise<void> | undefined;
+  #released = false;
+
+  constructor(raw: RawSocket) {
+    this.#raw = raw;
+    this.readable = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.#readController = controller;
+      },
+      pull: (controller) => this.#pull(controller),
+      cancel: (reason) => this.abort(reason),
+    }, { highWaterMark: 0 });
+    this.writable = new WritableStream<Uint8Array>({
+      start: (controller) => {
+        this.#writeController = controller;
+      },
+      write: (chunk) => this.#write(chunk),
+      close: () => this.closeWrite(),
+      abort: (reason) => this.abort(reason),
+    });
+  }
+
+  async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    for (;;) {
+      let chunk: Uint8Array | null;
+      try {
+        chunk = await this.#raw.read();
+      } catch (error) {
+        if (!this.#released) this.abort(socketError("read from", error));
+        return;
+      }
+      if (this.#released) return;
+      if (chunk === null) {
+        controller.close();
+        return;
+      }
+      if (chunk.byteLength > 0) {
+        controller.enqueue(chunk);
+        return;
+      }
+    }
+  }
+
+  async #write(chunk: Uint8Array): Promise<void> {
+    if (this.#halfClosed !== undefined) {
+      throw new DockerEngineTransportError(
+        "connection",
+        "Cannot write to the socket: its write side was closed",
+      );
+    }
+    const written = this.#raw.write(chunk);
+    this.#writing = written.then(() => {}, () => {});
+    try {
+      await written;
+    } catch (error) {
+      throw socketError("write to", error);
+    }
+  }
+
+  closeWrite(): Promise<void> {
+    this.#halfClosed ??= this.#writing.then(async () => {
+      if (this.#released) return;
+      try {
+        await this.#raw.shutdown();
+      } catch (error) {
+        throw socketError("half-close", error);
+      }
+    });
+    return this.#halfClosed;
+  }
+
+  async close(): Promise<void> {
+    await this.#writing;
+    if (this.#released) return;
+    this.#released = true;
+    this.#raw.destroy();
+    try {
+      this.#readController.close();
+    } catch {
+      // Already closed or errored: nothing left to end.
+    }
+    this.#writeController.error(
+      new DockerEngineTransportError("connection", "Cannot write to the socket: it was closed"),
+    );
+  }
+
+  abort(reason?: unknown): void {
+    if (this.#released) return;
+    this.#released = true;
+    const error = reason ??
+      new DockerEngineTransportError("aborted", "Cannot use the socket: it was aborted");
+    this.#raw.destroy();
+    this.#readController.error(error);
+    this.#writeController.error(error);
+  }
+}

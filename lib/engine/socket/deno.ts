@@ -1,0 +1,73 @@
+/**
+ * Unix-socket connections on Deno (`Deno.connect({ transport: "unix" })`).
+ *
+ * @module
+ */
+import { connectWithin } from "./_connect_within.ts";
+import { type RawSocket, toSocketConnection } from "./_connection.ts";
+import type { ConnectOptions, SocketConnection } from "./types.ts";
+
+/** Bytes asked for per `conn.read()`: one runtime chunk. */
+const READ_BYTES = 65_536;
+
+/**
+ * Connects to a Unix socket with `Deno.connect({ transport: "unix", path })`. Reads
+ * are pull-based, at most 64 KiB each; `closeWrite()` calls `conn.closeWrite()`
+ * (`shutdown(2)`, FIN).
+ *
+ * @param path Absolute path of the Unix socket.
+ * @param options Signal and connect deadline.
+ * @returns The open connection; close or abort it when done.
+ * @throws {TypeError} When `path` is not absolute or an option is invalid.
+ * @throws {DockerEngineTransportError} `connection` when connecting fails, `deadline`
+ * when `options.timeoutMs` passes first, `aborted` when `options.signal` fires first.
+ *
+ * @example
+ * ```ts ignore
+ * import { connectUnix } from "./deno.ts";
+ *
+ * const connection = await connectUnix("/var/run/docker.sock", { timeoutMs: 10_000 });
+ * await connection.close();
+ * ```
+ */
+export async function connectUnix(
+  path: string,
+  options: ConnectOptions = {},
+): Promise<SocketConnection> {
+  const conn = await connectWithin(
+    path,
+    options,
+    () => Deno.connect({ transport: "unix", path }),
+    (late) => late.close(),
+  );
+  return toSocketConnection(denoSocket(conn));
+}
+
+function denoSocket(conn: Deno.UnixConn): RawSocket {
+  let released = false;
+  return {
+    async read() {
+      const buffer = new Uint8Array(READ_BYTES);
+      const length = await conn.read(buffer);
+      if (length === null) return null;
+      // Keep a small read from pinning a whole 64 KiB buffer.
+      return length < READ_BYTES / 4 ? buffer.slice(0, length) : buffer.subarray(0, length);
+    },
+    async write(chunk) {
+      let offset = 0;
+      while (offset < chunk.byteLength) {
+        offset += await conn.write(chunk.subarray(offset));
+      }
+    },
+    shutdown: () => conn.closeWrite(),
+    destroy() {
+      if (released) return;
+      released = true;
+      try {
+        conn.close();
+      } catch {
+        // Already closed by the runtime.
+      }
+    },
+  };
+}

@@ -1,0 +1,87 @@
+/**
+ * The byte connection every runtime adapter returns, and the options for opening one.
+ *
+ * @module
+ */
+
+/**
+ * A connected Unix stream socket seen as two Web Streams plus the lifecycle calls a
+ * protocol client needs. One adapter per runtime implements it
+ * (`lib/engine/socket/{deno,bun,node}.ts`); nothing above this layer touches runtime APIs.
+ *
+ * Who closes what: the owner of a connection must end it exactly once with {@linkcode
+ * SocketConnection.close} or {@linkcode SocketConnection.abort}. Cancelling
+ * {@linkcode SocketConnection.readable} or aborting {@linkcode SocketConnection.writable}
+ * also destroys the whole connection.
+ */
+export interface SocketConnection {
+  /**
+   * Bytes from the peer, one runtime read per chunk (at most 64 KiB on Deno and Node,
+   * at most one Bun receive buffer on Bun). Pull-based: the adapter reads from the
+   * socket only while a read is pending, so at most one runtime chunk is buffered.
+   * Closes at the peer's end of stream (FIN); errors with a
+   * `DockerEngineTransportError` of code `connection` when the socket fails.
+   */
+  readonly readable: ReadableStream<Uint8Array>;
+  /**
+   * Bytes to the peer. A write resolves once the runtime accepted every byte of the
+   * chunk (flushed to the kernel or drained), so awaiting writes honours backpressure.
+   * Closing it sends FIN like {@linkcode SocketConnection.closeWrite}.
+   */
+  readonly writable: WritableStream<Uint8Array>;
+  /**
+   * Half-closes the connection: waits for the write in flight, sends FIN and keeps
+   * {@linkcode SocketConnection.readable} open. Later writes fail. Calling it again
+   * does nothing.
+   *
+   * @returns Resolves once FIN was handed to the kernel.
+   */
+  closeWrite(): Promise<void>;
+  /**
+   * Gracefully closes the whole connection: waits for the write in flight, then
+   * releases the socket. {@linkcode SocketConnection.readable} ends (a pending read
+   * resolves as done) and later writes fail.
+   *
+   * @returns Resolves once the socket was released.
+   */
+  close(): Promise<void>;
+  /**
+   * Destroys the connection now. Pending and later reads and writes reject with
+   * `reason` (a `DockerEngineTransportError` of code `aborted` when omitted).
+   *
+   * @param reason Why the connection is destroyed.
+   */
+  abort(reason?: unknown): void;
+}
+
+/** Options for opening a {@linkcode SocketConnection}. */
+export interface ConnectOptions {
+  /**
+   * Aborts connecting: the promise rejects with a `DockerEngineTransportError` of code
+   * `aborted` whose `cause` is the signal's reason. No effect once connected.
+   *
+   * @default undefined (no signal)
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * Time allowed for connecting, in milliseconds (a safe integer from 1 to 2^31 − 1).
+   * When it passes the promise rejects with a `DockerEngineTransportError` of code
+   * `deadline`.
+   *
+   * @default undefined (no connect deadline)
+   */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Opens a Unix-socket connection; the signature every runtime adapter exports as
+ * `connectUnix` and that HTTP exchanges accept as a `connector`.
+ *
+ * @param path Absolute path of the Unix socket.
+ * @param options Signal and connect deadline.
+ * @returns The open connection.
+ */
+export type UnixConnector = (
+  path: string,
+  options?: ConnectOptions,
+) => Promise<SocketConnection>;

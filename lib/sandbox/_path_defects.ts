@@ -1,0 +1,60 @@
+/**
+ * The lexical checks shared by canonical relative paths and canonical absolute guest paths.
+ *
+ * @module
+ */
+
+/** Longest path accepted, in bytes of UTF-8 (Linux `PATH_MAX`). */
+export const MAX_PATH_BYTES = 4096;
+
+const CONTROL = /\p{Cc}/u;
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Counts the UTF-8 bytes of a well-formed string without allocating.
+ *
+ * @param text A string without lone surrogates.
+ * @returns Its length in UTF-8 bytes.
+ */
+export function utf8ByteLength(text: string): number {
+  let bytes = 0;
+  for (let index = 0; index < text.length; index += 1) {
+    const unit = text.charCodeAt(index);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff) {
+      bytes += 4;
+      index += 1;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/**
+ * Finds the first lexical defect of a canonical slash-separated path.
+ *
+ * @param text The candidate path.
+ * @param absolute `true` for an absolute path (must start with one `/`), `false` for a relative
+ *   one (must not).
+ * @returns A reason starting with "must", or `undefined` when the path is canonical.
+ */
+export function pathDefect(text: string, absolute: boolean): string | undefined {
+  if (text.length === 0) return "must not be empty";
+  if (text.includes("\0")) return "must not contain NUL";
+  if (LONE_SURROGATE.test(text)) return "must be well-formed Unicode";
+  if (utf8ByteLength(text) > MAX_PATH_BYTES) {
+    return `must be at most ${MAX_PATH_BYTES} bytes of UTF-8`;
+  }
+  if (text.includes("\\")) return "must not contain a backslash";
+  if (CONTROL.test(text)) return "must not contain control characters";
+  if (absolute && !text.startsWith("/")) return "must be absolute (start with /)";
+  if (!absolute && text.startsWith("/")) return "must be relative (not start with /)";
+  const body = absolute ? text.slice(1) : text;
+  if (body.length === 0) return "must name an entry below /";
+  if (body.endsWith("/")) return "must not end with /";
+  for (const segment of body.split("/")) {
+    if (segment === "") return "must not contain an empty segment (//)";
+    if (segment === "." || segment === "..") return `must not contain a '${segment}' segment`;
+  }
+  return undefined;
+}

@@ -1,0 +1,198 @@
+/**
+ * The backend contract: how a host reserves, starts, stops and destroys a sandbox without
+ * knowing which engine provides it.
+ *
+ * Reservation is synchronous and inert (validation only); effects begin at `start()`. Every
+ * resource a backend creates is recorded through the caller's {@linkcode SandboxRecoveryPort}
+ * before it is created, so a fresh controller can finish cleanup after a crash.
+ *
+ * @module
+ */
+import type { SandboxError } from "./errors.ts";
+import type { SandboxPolicyInput } from "./policy.ts";
+import type { SandboxProcessRequest, SandboxProcessReservation } from "./process.ts";
+import type { SandboxStartOptions } from "./start_options.ts";
+
+/**
+ * A request for one sandbox.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxRequest } from "./backend.ts";
+ *
+ * const request: SandboxRequest = {
+ *   policy: { resources: { cpus: 1, memoryBytes: 1024 ** 3, pids: 256 } },
+ * };
+ * ```
+ */
+export interface SandboxRequest {
+  /** The sandbox policy; validated and normalised by `reserve()`. */
+  readonly policy: SandboxPolicyInput;
+}
+
+/**
+ * One durable recovery checkpoint written by a backend: a JSON-serialisable object whose
+ * `schema` names its format and version. Its other fields belong to the backend (resource
+ * names, inspected IDs, configuration digests); hosts store it verbatim and never interpret
+ * it. It holds no secrets.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxRecoveryRecord } from "./backend.ts";
+ *
+ * const record: SandboxRecoveryRecord = { schema: "example.recovery.v1", phase: "reserved" };
+ * ```
+ */
+export interface SandboxRecoveryRecord {
+  /** Format and version of the record, e.g. `"agentcell.sandbox-recovery.v1"`. */
+  readonly schema: string;
+  /** Backend-owned fields; JSON values only. */
+  readonly [field: string]: unknown;
+}
+
+/**
+ * The host's durable store for recovery records, one latest record per sandbox.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "./backend.ts";
+ *
+ * const saved: SandboxRecoveryRecord[] = [];
+ * const port: SandboxRecoveryPort = {
+ *   record(record) {
+ *     saved.push(structuredClone(record)); // a real host writes durably (fsync, database)
+ *     return Promise.resolve();
+ *   },
+ * };
+ * ```
+ */
+export interface SandboxRecoveryPort {
+  /**
+   * Durably persists `record`, replacing the previous record of the same sandbox. The backend
+   * awaits it before the effect the record announces; a rejection aborts that effect (the
+   * backend then cleans up what earlier records announced).
+   *
+   * @param record The checkpoint to persist; store it verbatim.
+   * @returns Resolves once the record is durable.
+   */
+  record(record: SandboxRecoveryRecord): Promise<void>;
+}
+
+/**
+ * A provider of sandboxes (for example the local Docker Engine backend).
+ *
+ * @example
+ * ```ts
+ * import type { SandboxBackend, SandboxRecoveryPort } from "./backend.ts";
+ *
+ * async function run(backend: SandboxBackend, recovery: SandboxRecoveryPort): Promise<void> {
+ *   const reservation = backend.reserve(
+ *     { policy: { resources: { cpus: 1, memoryBytes: 1024 ** 3, pids: 256 } } },
+ *     recovery,
+ *   );
+ *   await using sandbox = await reservation.start();
+ *   console.log(sandbox.state); // "running"
+ * }
+ * ```
+ */
+export interface SandboxBackend {
+  /**
+   * Reserves one sandbox. Synchronous and inert: it validates the request and assigns an ID,
+   * but touches no engine and writes no record until the reservation starts.
+   *
+   * @param request The sandbox request.
+   * @param recovery Where the backend persists recovery records before each effect.
+   * @returns The inert reservation.
+   * @throws {SandboxConfigurationError} When the policy is invalid (the message names the
+   *   field).
+   * @throws {SandboxUnsupportedError} When the policy asks for something the backend cannot
+   *   enforce (for example a required workspace disk quota).
+   */
+  reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): SandboxReservation;
+}
+
+/** An inert sandbox reservation; `start()` acquires the resources, at most once. */
+export interface SandboxReservation {
+  /** Identifier of the sandbox, stable across its reservation, life and recovery. */
+  readonly id: string;
+  /**
+   * Acquires and starts the sandbox, bounded by the policy's `deadlines.startupMs`.
+   *
+   * @param options Optional cancellation signal.
+   * @returns The running sandbox.
+   * @throws {SandboxConflictError} When the reservation was already started.
+   * @throws {SandboxAbortedError} When `options.signal` aborted startup.
+   * @throws {SandboxDeadlineError} When startup exceeded `deadlines.startupMs`.
+   * @throws {SandboxEngineError} When the engine failed or its state is not acceptable.
+   */
+  start(options?: SandboxStartOptions): Promise<Sandbox>;
+}
+
+/**
+ * Lifecycle state of a {@linkcode Sandbox}.
+ *
+ * - `starting`: resources are being acquired.
+ * - `running`: compute is up; a process can be reserved and started.
+ * - `stopped`: compute was removed; files are retained (export them, then destroy).
+ * - `destroyed`: every owned resource was removed.
+ */
+export type SandboxState = "starting" | "running" | "stopped" | "destroyed";
+
+/**
+ * A started sandbox. Disposing it (`await using`) destroys it.
+ *
+ * @example
+ * ```ts
+ * import type { Sandbox } from "./backend.ts";
+ *
+ * async function runOnce(sandbox: Sandbox): Promise<void> {
+ *   const process = await sandbox.reserveProcess({ executable: "/bin/true" }).start();
+ *   await process.exit;
+ *   await sandbox.stop();
+ *   console.log(sandbox.state, sandbox.stopCause); // "stopped" undefined
+ * }
+ * ```
+ */
+export interface Sandbox extends AsyncDisposable {
+  /** Identifier of the sandbox, the same as its reservation's. */
+  readonly id: string;
+  /** Current lifecycle state. */
+  readonly state: SandboxState;
+  /**
+   * Why compute stopped when the backend stopped it on its own (output limit, framing error,
+   * abandoned output, execution deadline, engine failure); `undefined` while running and after
+   * a stop the caller requested.
+   */
+  readonly stopCause: SandboxError | undefined;
+  /**
+   * Reserves the sandbox's process. Synchronous and inert: validates the request and merges
+   * the fixed guest environment; nothing runs until the reservation starts.
+   *
+   * @param request The process request.
+   * @returns The inert process reservation.
+   * @throws {SandboxConfigurationError} When the request is invalid or conflicts with the fixed
+   *   guest environment (the message names the field).
+   * @throws {SandboxStateError} When the sandbox is not running.
+   * @throws {SandboxConflictError} When a process was already reserved.
+   */
+  reserveProcess(request: SandboxProcessRequest): SandboxProcessReservation;
+  /**
+   * Stops compute: force-removes the workload (the process, its descendants and the keeper)
+   * and retains files. Idempotent; bounded by `deadlines.cleanupMs`.
+   *
+   * @returns Resolves once compute is gone.
+   * @throws {SandboxEngineError} When removal failed; `stop()` can be retried.
+   * @throws {SandboxDeadlineError} When removal exceeded `deadlines.cleanupMs`.
+   */
+  stop(): Promise<void>;
+  /**
+   * Stops compute if needed, then removes every resource the sandbox owns (files included).
+   * Idempotent and retryable after a partial failure; bounded by `deadlines.cleanupMs` per
+   * step.
+   *
+   * @returns Resolves once every owned resource is gone.
+   * @throws {SandboxEngineError} When a removal failed; `destroy()` can be retried.
+   * @throws {SandboxDeadlineError} When a step exceeded `deadlines.cleanupMs`.
+   */
+  destroy(): Promise<void>;
+}

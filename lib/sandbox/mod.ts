@@ -1,0 +1,85 @@
+/**
+ * The runtime-neutral sandbox contract: what a host asks of a sandbox backend, independent of
+ * Docker. Errors ({@linkcode SandboxError} and one subclass per code), the policy and its
+ * normalisation, canonical relative paths, the process request and receipts, and the backend,
+ * reservation and sandbox interfaces.
+ *
+ * The zod schemas behind the normalisers (`sandboxPolicyInputSchema`,
+ * `sandboxProcessRequestSchema`, `sandboxExitReceiptSchema`) are exported by their own files
+ * for use inside this library, but not from here: zod's types are not part of the public API.
+ *
+ * @example
+ * ```ts
+ * import { normalizePolicy, normalizeProcessRequest } from "./mod.ts";
+ *
+ * const policy = normalizePolicy({ resources: { cpus: 2, memoryBytes: 2 ** 31, pids: 512 } });
+ * const request = normalizeProcessRequest({ executable: "/usr/bin/env" });
+ * console.log(policy.execution.kind, request.env.PATH);
+ * ```
+ *
+ * @module
+ */
+export {
+  SandboxAbandonedOutputError,
+  SandboxAbortedError,
+  SandboxConfigurationError,
+  SandboxConflictError,
+  SandboxDeadlineError,
+  SandboxEngineError,
+  SandboxError,
+  SandboxFramingError,
+  SandboxOutputLimitError,
+  SandboxQuotaError,
+  SandboxStateError,
+  SandboxStoppedError,
+  SandboxUnsupportedError,
+} from "./errors.ts";
+export type { SandboxEngineErrorOptions, SandboxErrorCode, SandboxErrorOptions } from "./errors.ts";
+export {
+  assertSupportedDiskQuota,
+  DEFAULT_CLEANUP_MS,
+  DEFAULT_STARTUP_MS,
+  DEFAULT_TMPFS_BYTES,
+  MAX_CPUS,
+  MAX_INFRASTRUCTURE_DEADLINE_MS,
+  MAX_PIDS,
+  MIN_MEMORY_BYTES,
+  MIN_TMPFS_BYTES,
+  normalizePolicy,
+} from "./policy.ts";
+export type {
+  SandboxDeadlines,
+  SandboxDeadlinesInput,
+  SandboxExecutionPolicy,
+  SandboxNetwork,
+  SandboxPolicy,
+  SandboxPolicyInput,
+  SandboxResources,
+  SandboxTmpfs,
+  SandboxTmpfsInput,
+  SandboxWorkspaceDiskQuota,
+} from "./policy.ts";
+export { parseSandboxRelativePath } from "./paths.ts";
+export {
+  DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
+  FIXED_GUEST_ENV,
+  MAX_BUFFERED_OUTPUT_BYTES,
+  normalizeProcessRequest,
+} from "./process.ts";
+export type {
+  NormalizedSandboxProcessRequest,
+  SandboxExitReceipt,
+  SandboxProcess,
+  SandboxProcessRequest,
+  SandboxProcessReservation,
+} from "./process.ts";
+export type { SandboxStartOptions } from "./start_options.ts";
+export type {
+  Sandbox,
+  SandboxBackend,
+  SandboxRecoveryPort,
+  SandboxRecoveryRecord,
+  SandboxRequest,
+  SandboxReservation,
+  SandboxState,
+} from "./backend.ts";

@@ -1,0 +1,353 @@
+/**
+ * The sandbox policy: execution lifetime, infrastructure deadlines, compute limits, network
+ * profile, workspace disk quota request and tmpfs sizes. {@linkcode normalizePolicy} validates
+ * caller input and fills every default, so a backend only ever sees finite, explicit values.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { SandboxConfigurationError, SandboxUnsupportedError } from "./errors.ts";
+import { expect, parseConfiguration } from "./_zod_issues.ts";
+
+const MIB = 1024 * 1024;
+
+/** Smallest memory limit accepted, in bytes: 6 MiB, the Docker Engine's own minimum. */
+export const MIN_MEMORY_BYTES = 6 * MIB;
+/** Largest CPU count accepted (`resources.cpus`). */
+export const MAX_CPUS = 1024;
+/** Largest PID limit accepted (`resources.pids`): Linux's `PID_MAX_LIMIT`, 4,194,304. */
+export const MAX_PIDS = 4_194_304;
+/** Largest infrastructure deadline accepted, in milliseconds: 2^31 - 1 (one timer's range). */
+export const MAX_INFRASTRUCTURE_DEADLINE_MS = 2 ** 31 - 1;
+/** Default `deadlines.startupMs`, in milliseconds: 60 seconds. */
+export const DEFAULT_STARTUP_MS = 60_000;
+/** Default `deadlines.cleanupMs`, in milliseconds: 30 seconds. */
+export const DEFAULT_CLEANUP_MS = 30_000;
+/** Default size of each of the home and temporary tmpfs mounts, in bytes: 64 MiB. */
+export const DEFAULT_TMPFS_BYTES = 64 * MIB;
+/** Smallest tmpfs size accepted, in bytes: one 4 KiB page. */
+export const MIN_TMPFS_BYTES = 4096;
+
+/**
+ * How long the sandbox process may run.
+ *
+ * - `{ kind: "until_stopped" }` installs no execution or idle timer: the process runs until it
+ *   exits or the sandbox is stopped.
+ * - `{ kind: "deadline", timeoutMs }` stops the whole sandbox `timeoutMs` milliseconds after the
+ *   process starts. Any positive safe integer is accepted (days and more; a backend must chain
+ *   timers beyond one timer's 2^31 - 1 ms range).
+ */
+export type SandboxExecutionPolicy =
+  | { readonly kind: "until_stopped" }
+  | { readonly kind: "deadline"; readonly timeoutMs: number };
+
+/** Deadlines of infrastructure observations (not of the process), as given by the caller. */
+export interface SandboxDeadlinesInput {
+  /**
+   * Time allowed for sandbox startup, in milliseconds (integer 1 to 2^31 - 1).
+   *
+   * @default {60000}
+   */
+  readonly startupMs?: number;
+  /**
+   * Time allowed for each cleanup step (stop, destroy), in milliseconds (integer 1 to
+   * 2^31 - 1).
+   *
+   * @default {30000}
+   */
+  readonly cleanupMs?: number;
+}
+
+/** Infrastructure deadlines after normalisation: both values present, in milliseconds. */
+export interface SandboxDeadlines {
+  /** Time allowed for sandbox startup, in milliseconds. */
+  readonly startupMs: number;
+  /** Time allowed for each cleanup step, in milliseconds. */
+  readonly cleanupMs: number;
+}
+
+/** Exact compute limits of the sandbox. All are required: there is no unlimited default. */
+export interface SandboxResources {
+  /**
+   * CPU limit in CPUs, a finite number from 0.000000001 to 1024. A Docker backend converts it
+   * to `NanoCpus = Math.round(cpus * 1e9)`; the lower bound keeps that at least 1 (0 would mean
+   * unlimited). The Docker Engine may apply its own stricter minimum and the host's CPU count.
+   */
+  readonly cpus: number;
+  /** Memory limit in bytes, an integer from 6 MiB (6,291,456) to 2^53 - 1. */
+  readonly memoryBytes: number;
+  /** Maximum number of processes and threads, an integer from 1 to 4,194,304. */
+  readonly pids: number;
+}
+
+/**
+ * Network profile.
+ *
+ * - `isolated`: no network interface but loopback (Docker network `none`).
+ * - `outbound`: a private bridge network; the guest can reach host, LAN and internet services.
+ *   There is no domain allowlist and no inbound port.
+ */
+export type SandboxNetwork = "isolated" | "outbound";
+
+/**
+ * Request for a hard workspace disk quota.
+ *
+ * - `{ kind: "not_requested" }`: no hard quota; the workspace can grow with Docker storage.
+ * - `{ kind: "required", bytes, accounting: "allocated_blocks" }`: a hard quota of `bytes`
+ *   (positive safe integer) counted in allocated blocks. Accepted by validation, but see
+ *   {@linkcode assertSupportedDiskQuota}: the Docker backend refuses it.
+ */
+export type SandboxWorkspaceDiskQuota =
+  | { readonly kind: "not_requested" }
+  | {
+    readonly kind: "required";
+    readonly bytes: number;
+    readonly accounting: "allocated_blocks";
+  };
+
+/** Sizes of the guest's tmpfs mounts, as given by the caller. */
+export interface SandboxTmpfsInput {
+  /**
+   * Size of the home tmpfs (`/home/sandbox`), in bytes: an integer from 4096 to
+   * `resources.memoryBytes`. tmpfs pages count against the memory limit.
+   *
+   * @default {67108864} 64 MiB, or `resources.memoryBytes` when that is smaller
+   */
+  readonly homeBytes?: number;
+  /**
+   * Size of the temporary tmpfs (`/tmp`), in bytes: an integer from 4096 to
+   * `resources.memoryBytes`.
+   *
+   * @default {67108864} 64 MiB, or `resources.memoryBytes` when that is smaller
+   */
+  readonly tmpBytes?: number;
+}
+
+/** tmpfs sizes after normalisation: both values present, in bytes. */
+export interface SandboxTmpfs {
+  /** Size of the home tmpfs, in bytes. */
+  readonly homeBytes: number;
+  /** Size of the temporary tmpfs, in bytes. */
+  readonly tmpBytes: number;
+}
+
+/** A sandbox policy as the caller writes it; see {@linkcode normalizePolicy}. */
+export interface SandboxPolicyInput {
+  /**
+   * Process lifetime.
+   *
+   * @default {{ kind: "until_stopped" }}
+   */
+  readonly execution?: SandboxExecutionPolicy;
+  /**
+   * Infrastructure deadlines.
+   *
+   * @default {{ startupMs: 60000, cleanupMs: 30000 }}
+   */
+  readonly deadlines?: SandboxDeadlinesInput;
+  /** Exact CPU, memory and PID limits (required). */
+  readonly resources: SandboxResources;
+  /**
+   * Network profile.
+   *
+   * @default {"isolated"}
+   */
+  readonly network?: SandboxNetwork;
+  /**
+   * Hard workspace disk quota request.
+   *
+   * @default {{ kind: "not_requested" }}
+   */
+  readonly workspaceDiskQuota?: SandboxWorkspaceDiskQuota;
+  /**
+   * tmpfs sizes.
+   *
+   * @default {{ homeBytes: 67108864, tmpBytes: 67108864 }}
+   */
+  readonly tmpfs?: SandboxTmpfsInput;
+}
+
+/** A validated policy with every default filled; returned frozen by {@linkcode normalizePolicy}. */
+export interface SandboxPolicy {
+  /** Process lifetime. */
+  readonly execution: SandboxExecutionPolicy;
+  /** Infrastructure deadlines, in milliseconds. */
+  readonly deadlines: SandboxDeadlines;
+  /** Exact compute limits. */
+  readonly resources: SandboxResources;
+  /** Network profile. */
+  readonly network: SandboxNetwork;
+  /** Hard workspace disk quota request. */
+  readonly workspaceDiskQuota: SandboxWorkspaceDiskQuota;
+  /** tmpfs sizes, in bytes. */
+  readonly tmpfs: SandboxTmpfs;
+}
+
+function integerFrom(
+  minimum: number,
+  maximum: number,
+  unit: string,
+  sentence: string = `must be an integer from ${minimum} to ${maximum} ${unit}`,
+): z.ZodNumber {
+  const error = expect(sentence);
+  return z.number({ error }).int({ error }).min(minimum, { error }).max(maximum, { error });
+}
+
+const tmpfsSentence =
+  `must be an integer from ${MIN_TMPFS_BYTES} bytes to policy.resources.memoryBytes`;
+const cpusSentence = `must be a number of CPUs from 0.000000001 to ${MAX_CPUS}`;
+
+/**
+ * zod schema of {@linkcode SandboxPolicyInput}: field types and ranges, unknown fields
+ * rejected. Cross-field bounds (tmpfs against memory) are checked by
+ * {@linkcode normalizePolicy}, which callers should use instead of this schema.
+ *
+ * @example
+ * ```ts
+ * import { sandboxPolicyInputSchema } from "./policy.ts";
+ *
+ * const ok = sandboxPolicyInputSchema.safeParse({
+ *   resources: { cpus: 1, memoryBytes: 512 * 1024 * 1024, pids: 256 },
+ * }).success; // true
+ * ```
+ */
+export const sandboxPolicyInputSchema: z.ZodType<SandboxPolicyInput> = z.strictObject({
+  execution: z.discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("until_stopped") }),
+    z.strictObject({
+      kind: z.literal("deadline"),
+      timeoutMs: integerFrom(1, Number.MAX_SAFE_INTEGER, "milliseconds"),
+    }),
+  ]).optional(),
+  deadlines: z.strictObject({
+    startupMs: integerFrom(1, MAX_INFRASTRUCTURE_DEADLINE_MS, "milliseconds").optional(),
+    cleanupMs: integerFrom(1, MAX_INFRASTRUCTURE_DEADLINE_MS, "milliseconds").optional(),
+  }).optional(),
+  resources: z.strictObject({
+    cpus: z.number({ error: expect(cpusSentence) })
+      .gte(1e-9, { error: expect(cpusSentence) })
+      .lte(MAX_CPUS, { error: expect(cpusSentence) }),
+    memoryBytes: integerFrom(MIN_MEMORY_BYTES, Number.MAX_SAFE_INTEGER, "bytes"),
+    pids: integerFrom(1, MAX_PIDS, "processes"),
+  }),
+  network: z.enum(["isolated", "outbound"], {
+    error: expect('must be "isolated" or "outbound"'),
+  }).optional(),
+  workspaceDiskQuota: z.discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("not_requested") }),
+    z.strictObject({
+      kind: z.literal("required"),
+      bytes: integerFrom(1, Number.MAX_SAFE_INTEGER, "bytes"),
+      accounting: z.literal("allocated_blocks", {
+        error: expect('must be "allocated_blocks"'),
+      }),
+    }),
+  ]).optional(),
+  tmpfs: z.strictObject({
+    homeBytes: integerFrom(MIN_TMPFS_BYTES, Number.MAX_SAFE_INTEGER, "bytes", tmpfsSentence)
+      .optional(),
+    tmpBytes: integerFrom(MIN_TMPFS_BYTES, Number.MAX_SAFE_INTEGER, "bytes", tmpfsSentence)
+      .optional(),
+  }).optional(),
+});
+
+const ACTION = "reserve sandbox";
+
+/**
+ * Validates a caller's policy and returns a deeply frozen copy with every default filled.
+ *
+ * Defaults: `execution` `{ kind: "until_stopped" }`; `deadlines.startupMs` 60,000 ms;
+ * `deadlines.cleanupMs` 30,000 ms; `network` `"isolated"`; `workspaceDiskQuota`
+ * `{ kind: "not_requested" }`; `tmpfs.homeBytes` and `tmpfs.tmpBytes` 64 MiB each, or
+ * `resources.memoryBytes` when that is smaller. `resources` has no default.
+ *
+ * A `workspaceDiskQuota` of kind `required` passes validation; whether a backend can honour it
+ * is a separate question, answered by {@linkcode assertSupportedDiskQuota}.
+ *
+ * @param input The policy as written by the caller (untrusted: checked at run time).
+ * @returns The normalised policy, deeply frozen.
+ * @throws {SandboxConfigurationError} When a field is missing, unknown, of the wrong type or
+ *   out of range, or a tmpfs size exceeds `resources.memoryBytes`. The message names the field
+ *   path, e.g. "Cannot reserve sandbox: policy.resources.memoryBytes must be an integer from
+ *   6291456 to 9007199254740991 bytes".
+ *
+ * @example
+ * ```ts
+ * import { normalizePolicy } from "./policy.ts";
+ *
+ * const policy = normalizePolicy({
+ *   execution: { kind: "deadline", timeoutMs: 10 * 60_000 },
+ *   resources: { cpus: 1.5, memoryBytes: 1024 * 1024 * 1024, pids: 512 },
+ * });
+ * console.log(policy.network, policy.deadlines.startupMs); // "isolated" 60000
+ * ```
+ */
+export function normalizePolicy(input: SandboxPolicyInput): SandboxPolicy {
+  const parsed = parseConfiguration(sandboxPolicyInputSchema, input, ACTION, "policy");
+  const { memoryBytes } = parsed.resources;
+  const defaultTmpfs = Math.min(DEFAULT_TMPFS_BYTES, memoryBytes);
+  const tmpfs: SandboxTmpfs = {
+    homeBytes: parsed.tmpfs?.homeBytes ?? defaultTmpfs,
+    tmpBytes: parsed.tmpfs?.tmpBytes ?? defaultTmpfs,
+  };
+  for (const key of ["homeBytes", "tmpBytes"] as const) {
+    if (tmpfs[key] > memoryBytes) {
+      throw new SandboxConfigurationError(
+        `Cannot ${ACTION}: policy.tmpfs.${key} must be at most policy.resources.memoryBytes ` +
+          `(${memoryBytes} bytes)`,
+      );
+    }
+  }
+  const execution: SandboxExecutionPolicy = parsed.execution?.kind === "deadline"
+    ? { kind: "deadline", timeoutMs: parsed.execution.timeoutMs }
+    : { kind: "until_stopped" };
+  const quota = parsed.workspaceDiskQuota;
+  const workspaceDiskQuota: SandboxWorkspaceDiskQuota = quota?.kind === "required"
+    ? { kind: "required", bytes: quota.bytes, accounting: quota.accounting }
+    : { kind: "not_requested" };
+  return Object.freeze({
+    execution: Object.freeze(execution),
+    deadlines: Object.freeze({
+      startupMs: parsed.deadlines?.startupMs ?? DEFAULT_STARTUP_MS,
+      cleanupMs: parsed.deadlines?.cleanupMs ?? DEFAULT_CLEANUP_MS,
+    }),
+    resources: Object.freeze({
+      cpus: parsed.resources.cpus,
+      memoryBytes,
+      pids: parsed.resources.pids,
+    }),
+    network: parsed.network ?? "isolated",
+    workspaceDiskQuota: Object.freeze(workspaceDiskQuota),
+    tmpfs: Object.freeze(tmpfs),
+  });
+}
+
+/**
+ * Refuses a policy that requires a hard workspace disk quota.
+ *
+ * The Docker backend cannot enforce such a quota: the workspace is a named volume on the
+ * engine's storage, and neither CPU, memory and PID limits nor logical transfer quotas bound
+ * what the guest writes there. A backend calls this during inert reservation, before any
+ * resource is created. `{ kind: "not_requested" }` (the default) passes.
+ *
+ * @param policy A policy, normalised or not; only `workspaceDiskQuota` is read.
+ * @throws {SandboxUnsupportedError} When `policy.workspaceDiskQuota.kind` is `"required"`.
+ *
+ * @example
+ * ```ts
+ * import { assertSupportedDiskQuota, normalizePolicy } from "./policy.ts";
+ *
+ * const policy = normalizePolicy({ resources: { cpus: 1, memoryBytes: 2 ** 30, pids: 64 } });
+ * assertSupportedDiskQuota(policy); // passes: no quota requested
+ * ```
+ */
+export function assertSupportedDiskQuota(
+  policy: { readonly workspaceDiskQuota?: SandboxWorkspaceDiskQuota },
+): void {
+  if (policy.workspaceDiskQuota?.kind !== "required") return;
+  throw new SandboxUnsupportedError(
+    `Cannot ${ACTION}: policy.workspaceDiskQuota requires a hard workspace disk quota, which ` +
+      "this backend cannot enforce (CPU, memory and PID limits and transfer quotas do not " +
+      "bound what the guest writes to the workspace volume)",
+  );
+}

@@ -1,0 +1,275 @@
+/**
+ * The one agent process of a sandbox: its request, the fixed guest environment, the running
+ * process's byte streams and its exit receipt.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { SandboxConfigurationError } from "./errors.ts";
+import type { SandboxStartOptions } from "./start_options.ts";
+import { pathDefect } from "./_path_defects.ts";
+import { expect, parseConfiguration } from "./_zod_issues.ts";
+
+/**
+ * Environment every guest process receives. A request may repeat these names only with these
+ * exact values; other values are rejected rather than silently replaced.
+ *
+ * - `HOME`: `/home/sandbox` (a tmpfs)
+ * - `TMPDIR`: `/tmp` (a tmpfs)
+ * - `PATH`: `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`
+ *
+ * @example
+ * ```ts
+ * import { FIXED_GUEST_ENV } from "./process.ts";
+ *
+ * console.log(FIXED_GUEST_ENV.HOME); // "/home/sandbox"
+ * ```
+ */
+export const FIXED_GUEST_ENV: Readonly<{ HOME: string; TMPDIR: string; PATH: string }> = Object
+  .freeze({
+    HOME: "/home/sandbox",
+    TMPDIR: "/tmp",
+    PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+  });
+
+/** Default of {@linkcode SandboxProcessRequest.maxBufferedOutputBytes}, in bytes: 4 MiB. */
+export const DEFAULT_MAX_BUFFERED_OUTPUT_BYTES = 4 * 1024 * 1024;
+/** Largest {@linkcode SandboxProcessRequest.maxBufferedOutputBytes}, in bytes: 1 GiB. */
+export const MAX_BUFFERED_OUTPUT_BYTES = 1024 * 1024 * 1024;
+
+/** A process to run in the sandbox, as the caller writes it; see {@linkcode normalizeProcessRequest}. */
+export interface SandboxProcessRequest {
+  /**
+   * Absolute canonical guest path of the executable, e.g. `/usr/local/bin/agent`: starts with
+   * `/`, no empty, `.` or `..` segments, no trailing `/`, no NUL, backslash or control
+   * characters, at most 4096 bytes of UTF-8. It is executed directly, never through a shell,
+   * and never looked up in `PATH`.
+   */
+  readonly executable: string;
+  /**
+   * Arguments after the executable, passed literally (no shell, no expansion). Each must not
+   * contain NUL.
+   *
+   * @default {[]}
+   */
+  readonly args?: readonly string[];
+  /**
+   * Additional environment variables. Names match `[A-Za-z_][A-Za-z0-9_]*`; values must not
+   * contain NUL. `HOME`, `TMPDIR` and `PATH` may appear only with their
+   * {@linkcode FIXED_GUEST_ENV} values. Values are readable by guest code and the Docker
+   * controller: they are not secret from either.
+   *
+   * @default {{}}
+   */
+  readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Bound on process output produced but not yet read, in bytes, combined over stdout and
+   * stderr: an integer from 1 to 1 GiB. Exceeding it stops the whole sandbox with a
+   * `SandboxOutputLimitError`. Output is read from the engine continuously, so this must cover
+   * bursts the consumer has not yet read (values below 64 KiB can fault on one engine chunk).
+   *
+   * @default {4194304} 4 MiB
+   */
+  readonly maxBufferedOutputBytes?: number;
+}
+
+/** A validated process request with defaults filled and the fixed environment merged in. */
+export interface NormalizedSandboxProcessRequest {
+  /** Absolute canonical guest path of the executable. */
+  readonly executable: string;
+  /** Literal arguments after the executable (frozen). */
+  readonly args: readonly string[];
+  /** Complete guest environment: {@linkcode FIXED_GUEST_ENV} first, then the request's (frozen). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Bound on combined unread stdout and stderr, in bytes. */
+  readonly maxBufferedOutputBytes: number;
+}
+
+/**
+ * How the process leader ended.
+ *
+ * - `{ kind: "exited", code }`: the leader exited and the engine reported its exit `code`.
+ * - `{ kind: "unavailable", reason: "sandbox_stopped" }`: the sandbox's compute was removed
+ *   before the leader's status could be observed.
+ *
+ * The receipt describes the leader only: descendants and the sandbox keeper keep running until
+ * the sandbox is stopped. Once observed, a receipt never changes.
+ */
+export type SandboxExitReceipt =
+  | { readonly kind: "exited"; readonly code: number }
+  | { readonly kind: "unavailable"; readonly reason: "sandbox_stopped" };
+
+/**
+ * zod schema of {@linkcode SandboxExitReceipt}; `code` is a 32-bit signed integer as reported
+ * by the Docker Engine's exec inspection.
+ *
+ * @example
+ * ```ts
+ * import { sandboxExitReceiptSchema } from "./process.ts";
+ *
+ * sandboxExitReceiptSchema.parse({ kind: "exited", code: 0 });
+ * ```
+ */
+export const sandboxExitReceiptSchema: z.ZodType<SandboxExitReceipt> = z.discriminatedUnion(
+  "kind",
+  [
+    z.strictObject({ kind: z.literal("exited"), code: z.int32() }),
+    z.strictObject({ kind: z.literal("unavailable"), reason: z.literal("sandbox_stopped") }),
+  ],
+);
+
+/**
+ * A started process. Its streams are the process's own bytes, unmodified.
+ *
+ * Abandoning an output stream (cancelling it before its end), malformed engine framing, output
+ * beyond `maxBufferedOutputBytes` or an elapsed execution deadline stops the whole sandbox;
+ * the streams then error with the cause.
+ */
+export interface SandboxProcess {
+  /**
+   * The process's standard input. Writes honour backpressure; `close()` half-closes (the
+   * process reads end of file) while output keeps flowing.
+   */
+  readonly stdin: WritableStream<Uint8Array>;
+  /** The process's standard output; closes after the process's last output. */
+  readonly stdout: ReadableStream<Uint8Array>;
+  /** The process's standard error; closes after the process's last output. */
+  readonly stderr: ReadableStream<Uint8Array>;
+  /** Settles once with the leader's {@linkcode SandboxExitReceipt}; never changes afterwards. */
+  readonly exit: Promise<SandboxExitReceipt>;
+}
+
+/**
+ * An inert, validated process reservation: nothing runs until {@linkcode start}. A reservation
+ * starts at most once; startup never replays an exec.
+ */
+export interface SandboxProcessReservation {
+  /** The normalised request that will run (frozen). */
+  readonly request: NormalizedSandboxProcessRequest;
+  /**
+   * Starts the process.
+   *
+   * @param options Optional cancellation signal.
+   * @returns The running process.
+   * @throws {SandboxConflictError} When the reservation was already started.
+   * @throws {SandboxStoppedError} When the sandbox was stopped.
+   * @throws {SandboxAbortedError} When `options.signal` aborted startup.
+   * @throws {SandboxEngineError} When the Docker Engine failed.
+   */
+  start(options?: SandboxStartOptions): Promise<SandboxProcess>;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function isRecordObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+const envSchema = z.custom<Readonly<Record<string, string>>>(isRecordObject, {
+  error: expect("must be an object of strings"),
+}).transform((env, context) => {
+  // One read of the entries both validates and copies, so getters cannot change what passes.
+  const entries = Object.entries(env);
+  for (const [name, value] of entries) {
+    const reason = !ENV_NAME.test(name)
+      ? "must be a name matching [A-Za-z_][A-Za-z0-9_]*"
+      : typeof value !== "string"
+      ? "must be a string"
+      : value.includes("\0")
+      ? "must not contain NUL"
+      : undefined;
+    if (reason !== undefined) {
+      context.addIssue({ code: "custom", message: reason, path: [name], input: value });
+      return z.NEVER;
+    }
+  }
+  return Object.fromEntries(entries) as Record<string, string>;
+});
+
+const noNul = expect("must be a string without NUL");
+const bufferBound = expect(`must be an integer from 1 to ${MAX_BUFFERED_OUTPUT_BYTES} bytes`);
+
+/**
+ * zod schema of {@linkcode SandboxProcessRequest}: field types and lexical checks, unknown
+ * fields rejected. The fixed-environment check is made by {@linkcode normalizeProcessRequest},
+ * which callers should use instead of this schema.
+ *
+ * @example
+ * ```ts
+ * import { sandboxProcessRequestSchema } from "./process.ts";
+ *
+ * sandboxProcessRequestSchema.safeParse({ executable: "bin/sh" }).success; // false
+ * ```
+ */
+export const sandboxProcessRequestSchema: z.ZodType<SandboxProcessRequest> = z.strictObject({
+  executable: z.string({ error: expect("must be a string") }).superRefine((text, context) => {
+    const defect = pathDefect(text, true);
+    if (defect !== undefined) context.addIssue({ code: "custom", message: defect, input: text });
+  }),
+  args: z.array(
+    z.string({ error: noNul }).refine((arg) => !arg.includes("\0"), { error: noNul }),
+    { error: expect("must be an array of strings") },
+  ).optional(),
+  env: envSchema.optional(),
+  maxBufferedOutputBytes: z.number({ error: bufferBound })
+    .int({ error: bufferBound })
+    .min(1, { error: bufferBound })
+    .max(MAX_BUFFERED_OUTPUT_BYTES, { error: bufferBound })
+    .optional(),
+});
+
+const ACTION = "reserve process";
+
+/**
+ * Validates a process request, fills defaults and merges the fixed guest environment.
+ *
+ * The returned request is frozen and detached from the input (later changes to the caller's
+ * arrays or objects have no effect). Its `env` lists {@linkcode FIXED_GUEST_ENV} first, then
+ * the request's other variables in their own order.
+ *
+ * @param request The request as written by the caller (untrusted: checked at run time).
+ * @returns The normalised request.
+ * @throws {SandboxConfigurationError} When a field is missing, unknown, of the wrong type or
+ *   not canonical, or `env` sets `HOME`, `TMPDIR` or `PATH` to another value than the fixed
+ *   one. The message names the field, e.g. "Cannot reserve process: request.env.HOME must
+ *   equal the fixed guest value \"/home/sandbox\"".
+ *
+ * @example
+ * ```ts
+ * import { normalizeProcessRequest } from "./process.ts";
+ *
+ * const request = normalizeProcessRequest({
+ *   executable: "/usr/local/bin/agent",
+ *   args: ["--stdio"],
+ *   env: { LOG_LEVEL: "debug", HOME: "/home/sandbox" },
+ * });
+ * console.log(Object.keys(request.env)); // ["HOME", "TMPDIR", "PATH", "LOG_LEVEL"]
+ * ```
+ */
+export function normalizeProcessRequest(
+  request: SandboxProcessRequest,
+): NormalizedSandboxProcessRequest {
+  const parsed = parseConfiguration(sandboxProcessRequestSchema, request, ACTION, "request");
+  const env: Record<string, string> = { ...FIXED_GUEST_ENV };
+  for (const [name, value] of Object.entries(parsed.env ?? {})) {
+    if (Object.hasOwn(FIXED_GUEST_ENV, name)) {
+      const fixed = FIXED_GUEST_ENV[name as keyof typeof FIXED_GUEST_ENV];
+      if (value !== fixed) {
+        throw new SandboxConfigurationError(
+          `Cannot ${ACTION}: request.env.${name} must equal the fixed guest value ` +
+            JSON.stringify(fixed),
+        );
+      }
+      continue;
+    }
+    Object.defineProperty(env, name, { value, enumerable: true, writable: true });
+  }
+  return Object.freeze({
+    executable: parsed.executable,
+    args: Object.freeze([...(parsed.args ?? [])]),
+    env: Object.freeze(env),
+    maxBufferedOutputBytes: parsed.maxBufferedOutputBytes ?? DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
+  });
+}

@@ -1,0 +1,22 @@
+// Format boundaries shared by the reader, the writer and the path set.
+
+/** Size of a tar block in bytes. */
+export const BLOCK = 512;
+
+/** Largest entry size in bytes: 8 GiB − 1, the largest 11-digit octal size field. */
+export const MAX_ENTRY_SIZE = 8_589_934_591;
+
+/** Largest path in UTF-8 bytes (a directory's trailing `/` not counted). */
+export const MAX_PATH_BYTES = 4096;
+
+/** Largest PAX record block in bytes. */
+export const MAX_PAX_BYTES = 65_536;
+
+/** Largest chunk either stream emits, in bytes. */
+export const MAX_CHUNK = 65_536;
+
+/** Padding after `size` bytes of data up to the next block boundary, in bytes. */
+export function paddingOf(size: number): number {
+  const rest = size % BLOCK;
+  return rest === 0 ? 0 : BLOCK - rest;
+}

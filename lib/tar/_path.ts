@@ -1,0 +1,52 @@
+// The path rules the reader enforces and the writer applies to its caller's entries.
+import type { TarErrorCode } from "./error.ts";
+import { MAX_PATH_BYTES } from "./_limits.ts";
+
+/** A path rule broken: the error code and a reason for the message. */
+export interface PathProblem {
+  readonly code: Extract<TarErrorCode, "path_invalid" | "path_length">;
+  readonly reason: string;
+}
+
+/** Number of UTF-8 bytes of a well-formed string. */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/**
+ * Checks an archive path and returns it without a directory's trailing `/`, or the rule it
+ * breaks. Relative, `/`-separated, non-empty segments other than `.` and `..`, no NUL, no
+ * backslash, at most 4096 UTF-8 bytes; a single trailing `/` only on a directory.
+ */
+export function checkPath(path: string, type: "file" | "directory"): string | PathProblem {
+  let bare = path;
+  if (bare.endsWith("/")) {
+    if (type !== "directory") return { code: "path_invalid", reason: "file path ends with '/'" };
+    bare = bare.slice(0, -1);
+  }
+  if (bare === "") return { code: "path_invalid", reason: "empty path" };
+  if (!bare.isWellFormed()) return { code: "path_invalid", reason: "path is not well-formed Unicode" };
+  if (utf8Length(bare) > MAX_PATH_BYTES) {
+    return { code: "path_length", reason: `path longer than ${MAX_PATH_BYTES} bytes` };
+  }
+  if (bare.includes("\0")) return { code: "path_invalid", reason: "NUL in path" };
+  if (bare.includes("\\")) return { code: "path_invalid", reason: "backslash in path" };
+  if (bare.startsWith("/")) return { code: "path_invalid", reason: "absolute path" };
+  for (const segment of bare.split("/")) {
+    if (segment === "") return { code: "path_invalid", reason: "empty path segment" };
+    if (segment === "." || segment === "..") {
+      return { code: "path_invalid", reason: `'${segment}' path segment` };
+    }
+  }
+  return bare;
+}

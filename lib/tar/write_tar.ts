@@ -1,0 +1,212 @@
+import { z } from "zod";
+import { tarError } from "./_fail.ts";
+import { encodeHeader, paxPathRecord, splitUstarPath } from "./_header_write.ts";
+import { BLOCK, MAX_CHUNK, MAX_ENTRY_SIZE, paddingOf } from "./_limits.ts";
+import { checkPath } from "./_path.ts";
+import type { TarError, TarErrorOptions } from "./error.ts";
+
+/** One regular file or directory for {@linkcode writeTar}. */
+export interface TarWriterEntry {
+  /**
+   * Relative `/`-separated path, checked by the rules {@linkcode readTar} applies: no
+   * empty, `.` or `..` segment, no NUL or backslash, at most 4096 UTF-8 bytes; a trailing
+   * `/` only on a directory (it is added for directories anyway).
+   */
+  readonly path: string;
+  /** Entry type. */
+  readonly type: "file" | "directory";
+  /** Permission bits, 0 to 0o7777. */
+  readonly mode: number;
+  /** Modification time in whole seconds since the epoch, 0 to 8589934591. */
+  readonly mtime: number;
+  /**
+   * Owner user id, 0 to 2097151 (seven octal digits).
+   * @default 0
+   */
+  readonly uid?: number;
+  /**
+   * Owner group id, 0 to 2097151.
+   * @default 0
+   */
+  readonly gid?: number;
+  /** Exact body length in bytes, 0 to 8 GiB − 1; 0 for directories. */
+  readonly size: number;
+  /**
+   * The file's bytes, exactly `size` of them; may be omitted when `size` is 0. Directories
+   * take none. The writer reads it to its end, or cancels it when writing fails.
+   * @default undefined
+   */
+  readonly body?: ReadableStream<Uint8Array>;
+}
+
+const MAX_ID = 0o7777777;
+const entrySchema = z.object({
+  path: z.string(),
+  type: z.enum(["file", "directory"]),
+  mode: z.number().int().min(0).max(0o7777),
+  mtime: z.number().int().min(0).max(0o77777777777),
+  uid: z.number().int().min(0).max(MAX_ID).optional(),
+  gid: z.number().int().min(0).max(MAX_ID).optional(),
+  size: z.number().int().min(0),
+  body: z.custom<ReadableStream<Uint8Array>>((value) => value instanceof ReadableStream).optional(),
+});
+
+const encoder = new TextEncoder();
+
+function writeError(code: TarError["code"], reason: string, options: TarErrorOptions): TarError {
+  return tarError("write archive", code, reason, options);
+}
+
+/**
+ * Writes entries as a ustar archive. A path that is not ASCII or does not fit the ustar
+ * `name` (100 bytes) and `prefix` (155 bytes) fields gets a PAX `x` header with a single
+ * `path` record. The archive ends with two zero blocks (no padding to a 10240-byte record).
+ *
+ * The stream is pull-based (high-water mark 0): the next entry and the next body chunk are
+ * read only when the consumer asks; chunks are at most 64 KiB. Duplicate paths and
+ * file/directory conflicts are not checked here ({@linkcode readTar} rejects them).
+ * Cancelling the stream cancels the current body and closes the entry iterator.
+ *
+ * @param entries Files and directories, in archive order.
+ * @returns The archive bytes.
+ * The stream errors with a {@linkcode TarError}: `invalid_entry` (a field out of range or
+ * of the wrong type, or a body on a directory), `path_invalid`, `path_length`,
+ * `size_limit` (above 8 GiB − 1), `body_length` (a body shorter or longer than `size`);
+ * errors of the iterator and the bodies propagate unchanged.
+ *
+ * @example Archive one file
+ * ```ts
+ * import { writeTar } from "./mod.ts";
+ *
+ * const bytes = new TextEncoder().encode("hello\n");
+ * const archive = writeTar([
+ *   { path: "docs", type: "directory", mode: 0o755, mtime: 0, size: 0 },
+ *   { path: "docs/hello.txt", type: "file", mode: 0o644, mtime: 0, size: bytes.length,
+ *     body: new Blob([bytes]).stream() },
+ * ]);
+ * console.log((await new Response(archive).arrayBuffer()).byteLength); // 2560
+ * ```
+ */
+export function writeTar(
+  entries: AsyncIterable<TarWriterEntry> | Iterable<TarWriterEntry>,
+): ReadableStream<Uint8Array> {
+  let current: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const chunks = produce(entries, (reader) => {
+    current = reader;
+  });
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await chunks.next();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    async cancel(reason) {
+      await current?.cancel(reason).catch(() => {});
+      await chunks.return(undefined);
+    },
+  }, { highWaterMark: 0 });
+}
+
+/** The archive's chunks; reports each body reader so that a cancel can reach it. */
+async function* produce(
+  entries: AsyncIterable<TarWriterEntry> | Iterable<TarWriterEntry>,
+  onBody: (reader: ReadableStreamDefaultReader<Uint8Array> | undefined) => void,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  let offset = 0;
+  for await (const input of entries) {
+    const where = { offset, path: typeof input?.path === "string" ? input.path : undefined };
+    let handedOver = false;
+    try {
+      const parsed = entrySchema.safeParse(input);
+      if (!parsed.success) {
+        throw writeError("invalid_entry", `invalid entry: ${z.prettifyError(parsed.error)}`, { ...where, cause: parsed.error });
+      }
+      const entry = parsed.data;
+      const path = checkPath(entry.path, entry.type);
+      if (typeof path !== "string") throw writeError(path.code, path.reason, where);
+      if (entry.size > MAX_ENTRY_SIZE) {
+        throw writeError("size_limit", `size ${entry.size} above ${MAX_ENTRY_SIZE} bytes`, where);
+      }
+      if (entry.type === "directory" && (entry.size !== 0 || entry.body !== undefined)) {
+        throw writeError("invalid_entry", "directory with a size or a body", where);
+      }
+      const stored = entry.type === "directory" ? `${path}/` : path;
+      const fields = { mode: entry.mode, uid: entry.uid ?? 0, gid: entry.gid ?? 0, mtime: entry.mtime };
+      let placed = splitUstarPath(stored);
+      if (placed === undefined) {
+        const records = paxPathRecord(stored);
+        const pax = new Uint8Array(BLOCK + records.length + paddingOf(records.length));
+        pax.set(encodeHeader({ ...fields, name: encoder.encode("PaxHeader"), size: records.length, typeflag: "x" }));
+        pax.set(records, BLOCK);
+        offset += pax.length;
+        yield pax;
+        placed = { name: encoder.encode(standIn(path, entry.type)) };
+      }
+      offset += BLOCK;
+      yield encodeHeader({ ...fields, ...placed, size: entry.size, typeflag: entry.type === "file" ? "0" : "5" });
+      if (entry.type === "file") {
+        handedOver = true;
+        yield* body(entry.body, entry.size, where, onBody);
+        const padding = paddingOf(entry.size);
+        offset += entry.size + padding;
+        if (padding > 0) yield new Uint8Array(padding);
+      }
+    } finally {
+      const stream = input?.body;
+      if (!handedOver && stream instanceof ReadableStream && !stream.locked) await stream.cancel().catch(() => {});
+    }
+  }
+  yield new Uint8Array(2 * BLOCK);
+}
+
+/**
+ * The ustar `name` of an entry whose path is in a PAX record, for readers without PAX: its
+ * last segment in printable ASCII, at most 99 bytes (never a traversal).
+ */
+function standIn(path: string, type: "file" | "directory"): string {
+  const last = path.slice(path.lastIndexOf("/") + 1).replace(/[^\x20-\x7e]/g, "_").slice(0, 99);
+  return type === "directory" ? `${last}/` : last;
+}
+
+/** Chunks (≤ 64 KiB) of a body that must hold exactly `size` bytes. */
+async function* body(
+  stream: ReadableStream<Uint8Array> | undefined,
+  size: number,
+  where: TarErrorOptions,
+  onBody: (reader: ReadableStreamDefaultReader<Uint8Array> | undefined) => void,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  const short = () => writeError("body_length", `body shorter than its size ${size}`, where);
+  const long = () => writeError("body_length", `body longer than its size ${size}`, where);
+  if (stream === undefined) {
+    if (size > 0) throw short();
+    return;
+  }
+  const reader = stream.getReader();
+  onBody(reader);
+  let left = size;
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        finished = true;
+        if (left > 0) throw short();
+        return;
+      }
+      if (!(value instanceof Uint8Array)) {
+        throw writeError("invalid_entry", "body chunk is not a Uint8Array", where);
+      }
+      if (value.length > left) throw long();
+      left -= value.length;
+      for (let at = 0; at < value.length; at += MAX_CHUNK) {
+        yield value.subarray(at, at + MAX_CHUNK);
+      }
+    }
+  } catch (error) {
+    if (!finished) await reader.cancel(error).catch(() => {});
+    throw error;
+  } finally {
+    onBody(undefined);
+    reader.releaseLock();
+  }
+}

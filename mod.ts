@@ -1,0 +1,76 @@
+/**
+ * `@agentcell/docker`: a hardened Docker sandbox backend for AI agent hosts, on Deno 2,
+ * Bun 1 and Node ≥ 23.6.
+ *
+ * A host program gives an agent a locked-down container on a local Docker Engine (Engine
+ * API 1.44–1.52 over a Unix socket): one private volume at `/workspace`, one keeper
+ * container with a read-only root, a non-root user, no capabilities, no-new-privileges,
+ * private PID/IPC/cgroup namespaces and exact CPU/memory/PID limits; one agent process with
+ * binary stdout/stderr/stdin as Web Streams and an exact exit receipt; and cleanup of
+ * exactly what was created.
+ *
+ * @example
+ * ```ts ignore
+ * import { createDockerSandboxBackend } from "@agentcell/docker";
+ *
+ * const backend = createDockerSandboxBackend({
+ *   profile: "linux-x64-cgroupfs",
+ *   endpoint: "unix:///var/run/docker.sock",
+ *   namespace: "my-app",
+ *   spillDirectory: "/var/lib/my-app/spill",
+ *   imageDigest: "sha256:<64 lowercase hex digits>",
+ *   user: { uid: 65534, gid: 65534 },
+ * });
+ * const reservation = backend.reserve(
+ *   { policy: { resources: { cpus: 1, memoryBytes: 512 * 1024 * 1024, pids: 256 } } },
+ *   { record: async (record) => { /* persist before effects *\/ } },
+ * );
+ * await using sandbox = await reservation.start();
+ * const agent = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "cat"] }).start();
+ * await agent.stdin.close();
+ * console.log(await new Response(agent.stdout).text(), await agent.exit);
+ * ```
+ *
+ * @module
+ */
+export * from "./lib/sandbox/mod.ts";
+export {
+  createDockerSandboxBackend,
+  type DockerSandboxBackend,
+  type DockerSandboxReservation,
+} from "./lib/docker/backend.ts";
+export {
+  canonicalPathDefect,
+  type DockerSandboxBackendConfig,
+  type DockerSandboxBackendSettings,
+  MAX_GUEST_ID,
+} from "./lib/docker/config.ts";
+export { DockerSandbox, type DockerSandboxResources } from "./lib/docker/sandbox.ts";
+export { DockerProcessReservation } from "./lib/docker/process.ts";
+export {
+  DOCKER_SANDBOX_PROFILES,
+  type DockerSandboxProfile,
+  type DockerSandboxProfileRow,
+} from "./lib/docker/profiles.ts";
+export { admitDaemon, admitHost, type DaemonAdmission, unmetDaemonRequirements } from "./lib/docker/admission.ts";
+export { LABELS, type SandboxResourceNames, type SandboxResourceRole } from "./lib/docker/names.ts";
+export {
+  type DockerSandboxRecoveryRecord,
+  RECOVERY_SCHEMA,
+  type RecoveryResource,
+  type RecoveryResourceState,
+} from "./lib/docker/recovery_log.ts";
+export {
+  DockerEngine,
+  type DockerEngineMethod,
+  type DockerEngineQuery,
+  type DockerEngineReply,
+  type DockerEngineRequestOptions,
+  type DockerEngineStreamOptions,
+} from "./lib/engine/client.ts";
+export { DockerEngineError, type DockerEngineErrorCode, type DockerEngineErrorOptions } from "./lib/engine/errors.ts";
+export { MAX_SOCKET_PATH_BYTES, parseEngineEndpoint } from "./lib/engine/endpoint.ts";
+export { MAX_API_VERSION, MIN_API_VERSION, negotiateApiVersion } from "./lib/engine/api_version.ts";
+export { type EngineInfo, engineInfoSchema, type EngineVersion, engineVersionSchema } from "./lib/engine/system.ts";
+export * from "./lib/engine/http/mod.ts";
+export * from "./lib/tar/mod.ts";
