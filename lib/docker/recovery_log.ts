@@ -43,6 +43,18 @@ export interface DockerSandboxRecoveryRecord extends SandboxRecoveryRecord {
   readonly resources: Readonly<Partial<Record<SandboxResourceRole, RecoveryResource>>>;
 }
 
+/** The fixed identity fields of a record. */
+export interface RecoveryIdentity {
+  /** Backend revision. */
+  readonly revision: string;
+  /** Reservation ID. */
+  readonly reservationId: string;
+  /** Backend namespace. */
+  readonly namespace: string;
+  /** Exact image ID. */
+  readonly imageDigest: string;
+}
+
 /** Keeps the latest record and persists every change before the effect it announces. */
 export class RecoveryLog {
   #record: DockerSandboxRecoveryRecord;
@@ -51,7 +63,7 @@ export class RecoveryLog {
   /** Start from the planned record of a reservation. */
   constructor(
     port: SandboxRecoveryPort,
-    base: Omit<DockerSandboxRecoveryRecord, "schema" | "resources">,
+    base: RecoveryIdentity,
     names: SandboxResourceNames,
     roles: readonly SandboxResourceRole[],
   ) {
@@ -76,7 +88,7 @@ export class RecoveryLog {
   }
 
   /** Set fields of the record and persist it. */
-  async update(fields: Partial<Pick<DockerSandboxRecoveryRecord, "daemonId">>): Promise<void> {
+  async update(fields: { readonly daemonId?: string }): Promise<void> {
     this.#record = Object.freeze({ ...this.#record, ...fields });
     await this.persist();
   }

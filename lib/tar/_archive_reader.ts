@@ -140,10 +140,12 @@ export class ArchiveReader {
           }
           body.remaining -= chunk.length;
           this.#offset += chunk.length;
+          if (this.#closed) return;
           if (!body.cancelled) body.controller!.enqueue(chunk);
         }
         if (body.remaining === 0) {
           await this.#readPadding(body.padding, body.path);
+          if (this.#closed) return;
           body.finished = true;
           this.#body = undefined;
           if (!body.cancelled) body.controller!.close();

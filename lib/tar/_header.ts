@@ -18,11 +18,9 @@ export const FIELD = {
   prefix: [345, 155],
 } as const;
 
-/** The header fields the reader uses, numeric fields already parsed. */
-export interface Header {
-  /** `x` for a PAX extended header. */
-  readonly kind: "file" | "directory" | "pax";
-  /** Permission bits: the mode field masked with 0o7777. */
+/** The numeric fields of a header, as the reader parses and the writer encodes them. */
+export interface HeaderNumbers {
+  /** Permission bits (the reader masks the mode field with 0o7777). */
   readonly mode: number;
   readonly uid: number;
   readonly gid: number;
@@ -30,6 +28,12 @@ export interface Header {
   readonly size: number;
   /** Seconds since the epoch. */
   readonly mtime: number;
+}
+
+/** The header fields the reader uses, numeric fields already parsed. */
+export interface Header extends HeaderNumbers {
+  /** `pax` for a PAX extended header (`x`). */
+  readonly kind: "file" | "directory" | "pax";
   /** The `name` field (a view into the block). */
   readonly name: Uint8Array;
   /** The `prefix` field (a view into the block). */

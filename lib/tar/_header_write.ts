@@ -1,17 +1,12 @@
 // Encoding of ustar header blocks and PAX `path` records for the writer.
-import { FIELD } from "./_header.ts";
+import { FIELD, type HeaderNumbers } from "./_header.ts";
 import { BLOCK } from "./_limits.ts";
 import { writeOctal } from "./_octal.ts";
 
 /** The values of one header block. */
-export interface HeaderFields {
+export interface HeaderFields extends HeaderNumbers {
   readonly name: Uint8Array;
   readonly prefix?: Uint8Array;
-  readonly mode: number;
-  readonly uid: number;
-  readonly gid: number;
-  readonly size: number;
-  readonly mtime: number;
   /** `0` regular file, `5` directory, `x` PAX extended header. */
   readonly typeflag: "0" | "5" | "x";
 }

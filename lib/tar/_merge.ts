@@ -53,7 +53,7 @@ export function arraySource(records: readonly PathRecord[]): RecordSource {
 
 /**
  * Merges sorted sources into one ascending sequence; every record passes `checker` before
- * it is yielded. Closes every source when done or abandoned.
+ * it is yielded. The caller closes the sources.
  */
 export async function* mergeSources(
   sources: readonly RecordSource[],
@@ -82,31 +82,27 @@ export async function* mergeSources(
       i = smallest;
     }
   };
-  try {
-    for (let s = 0; s < sources.length; s++) {
-      const first = await sources[s].next();
-      if (first !== undefined) {
-        heap.push([first, s]);
-        up(heap.length - 1);
-      }
+  for (let s = 0; s < sources.length; s++) {
+    const first = await sources[s].next();
+    if (first !== undefined) {
+      heap.push([first, s]);
+      up(heap.length - 1);
     }
-    while (heap.length > 0) {
-      const [record, s] = heap[0];
-      checker.push(record);
-      yield record;
-      const following = await sources[s].next();
-      if (following === undefined) {
-        const last = heap.pop()!;
-        if (heap.length > 0) {
-          heap[0] = last;
-          down(0);
-        }
-      } else {
-        heap[0] = [following, s];
+  }
+  while (heap.length > 0) {
+    const [record, s] = heap[0];
+    checker.push(record);
+    yield record;
+    const following = await sources[s].next();
+    if (following === undefined) {
+      const last = heap.pop()!;
+      if (heap.length > 0) {
+        heap[0] = last;
         down(0);
       }
+    } else {
+      heap[0] = [following, s];
+      down(0);
     }
-  } finally {
-    await Promise.allSettled(sources.map((source) => source.close()));
   }
 }

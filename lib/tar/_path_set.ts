@@ -19,13 +19,29 @@ export interface PathSetOptions {
   readonly fanIn?: number;
 }
 
-const IMPLICIT = "implicit";
-type Slot = { type: "file" | "directory"; offset: number } | typeof IMPLICIT;
+/**
+ * A path in memory: one node per segment, so that adding a path costs time linear in its
+ * length however deep it is. `type` is undefined for a directory only implied by a
+ * descendant; explicit entries keep their full path for spilling.
+ */
+interface Node {
+  type: "file" | "directory" | undefined;
+  path: string;
+  offset: number;
+  children: Map<string, Node> | undefined;
+}
+
+function emptyRoot(): Node {
+  return { type: "directory", path: "", offset: 0, children: undefined };
+}
 
 /** Paths of one archive: explicit files and directories, and implicit ancestor directories. */
 export class PathSet {
   #options: PathSetOptions;
-  #memory = new Map<string, Slot>();
+  #root: Node = emptyRoot();
+  /** Nodes in memory. */
+  #count = 0;
+  /** UTF-8 bytes held: the full path of each explicit node, the segment of each implicit one. */
   #bytes = 0;
   #runs: string[] = [];
   #created = new Set<string>();
@@ -44,39 +60,46 @@ export class PathSet {
   }
 
   /**
-   * Adds a validated path (no trailing `/`) of an entry whose header is at `offset`.
+   * Adds a validated path (no trailing `/`) of an entry whose header is at `offset`. After
+   * an error the set is only fit for `dispose`.
    *
    * @throws {TarError} `duplicate_path`, `path_conflict` (found in memory), `path_limit`
    * (bound exceeded without a spill directory), `spill_io`.
    */
   async add(path: string, type: "file" | "directory", offset: number): Promise<void> {
     const at = { offset, path };
-    const existing = this.#memory.get(path);
-    if (existing !== undefined) {
-      if (existing === IMPLICIT) {
-        if (type === "file") throw readError("path_conflict", "file at a path an earlier entry needs as a directory", at);
-      } else if (existing.type === type) {
-        throw readError("duplicate_path", "duplicate path", at);
-      } else {
-        throw readError("path_conflict", "path is both a file and a directory", at);
+    const segments = path.split("/");
+    let node = this.#root;
+    for (let i = 0; i < segments.length - 1; i++) {
+      let child = node.children?.get(segments[i]);
+      if (child === undefined) {
+        child = { type: undefined, path: "", offset, children: undefined };
+        (node.children ??= new Map()).set(segments[i], child);
+        this.#count++;
+        this.#bytes += utf8Length(segments[i]);
+      } else if (child.type === "file") {
+        throw readError("path_conflict", `ancestor '${segments.slice(0, i + 1).join("/")}' is a file`, at);
       }
+      node = child;
     }
-    const missing: string[] = [];
-    for (let end = path.lastIndexOf("/"); end > 0; end = path.lastIndexOf("/", end - 1)) {
-      const ancestor = path.slice(0, end);
-      const slot = this.#memory.get(ancestor);
-      if (slot === undefined) missing.push(ancestor);
-      else if (slot !== IMPLICIT && slot.type === "file") {
-        throw readError("path_conflict", `ancestor '${ancestor}' is a file`, at);
-      } else break;
+    const last = segments[segments.length - 1];
+    const existing = node.children?.get(last);
+    if (existing === undefined) {
+      (node.children ??= new Map()).set(last, { type, path, offset, children: undefined });
+      this.#count++;
+    } else if (existing.type === undefined && type === "directory") {
+      existing.type = type;
+      existing.path = path;
+      existing.offset = offset;
+    } else if (existing.type === type) {
+      throw readError("duplicate_path", "duplicate path", at);
+    } else if (existing.type === undefined) {
+      throw readError("path_conflict", "file at a path an earlier entry needs as a directory", at);
+    } else {
+      throw readError("path_conflict", "path is both a file and a directory", at);
     }
-    if (existing === undefined) this.#bytes += utf8Length(path);
-    this.#memory.set(path, { type, offset });
-    for (const ancestor of missing) {
-      this.#memory.set(ancestor, IMPLICIT);
-      this.#bytes += utf8Length(ancestor);
-    }
-    if (this.#memory.size <= this.#options.maxInMemoryPaths && this.#bytes <= this.#options.maxInMemoryPathBytes) return;
+    this.#bytes += utf8Length(path);
+    if (this.#count <= this.#options.maxInMemoryPaths && this.#bytes <= this.#options.maxInMemoryPathBytes) return;
     if (this.#options.spillDirectory === undefined) {
       throw readError(
         "path_limit",
@@ -90,10 +113,15 @@ export class PathSet {
   /** The explicit in-memory entries as sorted records; empties memory. */
   #drainMemory(): PathRecord[] {
     const records: PathRecord[] = [];
-    for (const [path, slot] of this.#memory) {
-      if (slot !== IMPLICIT) records.push({ key: keyOfPath(path), type: slot.type, offset: slot.offset });
+    const stack = [this.#root];
+    for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+      for (const child of node.children?.values() ?? []) {
+        if (child.type !== undefined) records.push({ key: keyOfPath(child.path), type: child.type, offset: child.offset });
+        if (child.children !== undefined) stack.push(child);
+      }
     }
-    this.#memory.clear();
+    this.#root = emptyRoot();
+    this.#count = 0;
     this.#bytes = 0;
     return records.sort(compareRecords);
   }
@@ -150,17 +178,26 @@ export class PathSet {
     // Merge runs in groups until the rest and memory fit in one pass.
     while (this.#runs.length + 1 > fanIn) {
       const group = this.#runs.splice(0, fanIn);
-      const merged = await this.#writeRun(mergeSources(await openRuns(group), checker()));
-      this.#runs.push(merged);
+      const readers = await openRuns(group);
+      try {
+        this.#runs.push(await this.#writeRun(mergeSources(readers, checker())));
+      } finally {
+        await closeAll(readers);
+      }
       for (const run of group) await this.#remove(run);
     }
-    const sources = [...await openRuns(this.#runs), arraySource(this.#drainMemory())];
-    for await (const _ of mergeSources(sources, checker())) { /* checked on the way */ }
+    const readers = await openRuns(this.#runs);
+    try {
+      const sources = [...readers, arraySource(this.#drainMemory())];
+      for await (const _ of mergeSources(sources, checker())) { /* checked on the way */ }
+    } finally {
+      await closeAll(readers);
+    }
   }
 
   async #removeAll(): Promise<void> {
     this.#disposed = true;
-    this.#memory.clear();
+    this.#root = emptyRoot();
     this.#runs = [];
     const errors: unknown[] = [];
     for (const path of [...this.#created]) {
@@ -186,10 +223,15 @@ async function openRuns(paths: readonly string[]): Promise<RecordSource[]> {
   try {
     for (const path of paths) readers.push(await RunReader.open(path));
   } catch (error) {
-    await Promise.allSettled(readers.map((reader) => reader.close()));
+    await closeAll(readers);
     throw error;
   }
   return readers;
+}
+
+/** Closes every source, ignoring failures. */
+async function closeAll(sources: readonly RecordSource[]): Promise<void> {
+  await Promise.allSettled(sources.map((source) => source.close()));
 }
 
 function spillError(cause: unknown): TarError {

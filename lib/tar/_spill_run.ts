@@ -14,7 +14,9 @@ export interface PathRecord {
 
 /** A source of records in ascending key order. */
 export interface RecordSource {
+  /** The next record, or undefined when there is none. */
   next(): Promise<PathRecord | undefined>;
+  /** Releases what the source holds. */
   close(): Promise<void>;
 }
 
@@ -87,6 +89,7 @@ export class RunReader implements RecordSource {
     return true;
   }
 
+  /** The next record, or undefined at the end of the run. */
   async next(): Promise<PathRecord | undefined> {
     if (!await this.#want(HEAD)) {
       if (this.#end !== this.#start) throw new Error("spill run ends inside a record");
@@ -102,6 +105,7 @@ export class RunReader implements RecordSource {
     return { key, type, offset };
   }
 
+  /** Closes the file. */
   close(): Promise<void> {
     return this.#handle.close();
   }

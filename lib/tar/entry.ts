@@ -7,11 +7,11 @@
  *
  * @example Copy every file body somewhere
  * ```ts
- * import { readTar, type TarEntry } from "./mod.ts";
+ * import { readTar } from "./mod.ts";
  *
  * async function sizes(archive: ReadableStream<Uint8Array>): Promise<Map<string, number>> {
  *   const result = new Map<string, number>();
- *   for await (const entry of readTar(archive) as AsyncIterable<TarEntry>) {
+ *   for await (const entry of readTar(archive)) {
  *     let bytes = 0;
  *     for await (const chunk of entry.body) bytes += chunk.length;
  *     result.set(entry.path, bytes);

@@ -27,7 +27,8 @@
  * - `pax_unsupported_key`: a key outside `path`, `mtime`, `atime`, `ctime`, `uid`, `gid`,
  *   `uname`, `gname` (including `linkpath`, `SCHILY.*` and `LIBARCHIVE.*` keys).
  * - `pax_size_override`: a PAX `size` record.
- * - `pax_orphan`: a PAX header not followed by a regular file or directory header.
+ * - `pax_orphan`: a PAX header followed by another PAX header or by the end of the archive
+ *   (followed by any other unsupported header, the code names that header's defect).
  *
  * Paths:
  * - `path_invalid`: an empty, absolute, `.`/`..` or empty-segment path, a NUL or backslash
@@ -45,6 +46,16 @@
  * - `body_length`: a writer body shorter or longer than its declared size.
  * - `invalid_entry`: a writer entry that fails validation (see `cause`).
  * - `invalid_options`: options that fail validation (see `cause`).
+ *
+ * @example Branch on the code
+ * ```ts
+ * import type { TarErrorCode } from "./mod.ts";
+ *
+ * function isPathProblem(code: TarErrorCode): boolean {
+ *   return code === "path_invalid" || code === "duplicate_path" || code === "path_conflict";
+ * }
+ * console.log(isPathProblem("checksum")); // false
+ * ```
  */
 export type TarErrorCode =
   | "checksum"
@@ -76,7 +87,18 @@ export type TarErrorCode =
   | "invalid_entry"
   | "invalid_options";
 
-/** Details attached to a {@linkcode TarError}. */
+/**
+ * Details attached to a {@linkcode TarError}.
+ *
+ * @example
+ * ```ts
+ * import { TarError, type TarErrorOptions } from "./mod.ts";
+ *
+ * const options: TarErrorOptions = { path: "a/b", offset: 1024 };
+ * const error = new TarError("duplicate_path", "Cannot read archive: duplicate path at offset 1024 (entry 'a/b')", options);
+ * console.log(error.offset); // 1024
+ * ```
+ */
 export interface TarErrorOptions {
   /**
    * Path of the entry concerned, as far as it is known (possibly the invalid path itself).
@@ -84,8 +106,11 @@ export interface TarErrorOptions {
    */
   readonly path?: string;
   /**
-   * Byte offset in the archive of the header of the entry concerned, or of the first
-   * offending byte when no entry is concerned.
+   * Byte offset in the archive: of the header at fault for header and PAX errors; of the
+   * entry's first header (its PAX header when it has one) for path errors, and of the later
+   * entry for duplicates and conflicts; of the first offending byte for `padding`,
+   * `trailing_data` and `termination`; of the end of the source for `truncated`; of the
+   * entry's first header for writer errors.
    * @default undefined
    */
   readonly offset?: number;
@@ -110,7 +135,7 @@ export interface TarErrorOptions {
  * try {
  *   for await (const entry of readTar(source)) await entry.body.cancel();
  * } catch (error) {
- *   if (error instanceof TarError) console.log(error.code, error.offset); // truncated 0
+ *   if (error instanceof TarError) console.log(error.code, error.offset); // truncated 100
  *   else throw error;
  * }
  * ```

@@ -6,6 +6,20 @@
  * understand with a {@linkcode TarError} and a stable {@linkcode TarErrorCode}.
  * {@linkcode writeTar} produces archives that reader accepts.
  *
+ * Decisions of the reader (see {@linkcode TarErrorCode} for every rejection):
+ * - The checksum is the unsigned byte sum only; the historic signed sum is refused.
+ * - Numeric fields are octal digits after optional spaces, ended by NUL or space or by the
+ *   end of the field (so a 12-digit size of 8 GiB reports `size_limit`); base-256 is refused.
+ * - `mode` keeps the permission bits (`& 0o7777`); the type flag alone decides the type.
+ * - PAX records are local only, of a fixed allow-list; `mtime`, `uid`, `gid` and `path`
+ *   override the header, the other allowed keys are validated and ignored.
+ * - Asking for the next entry skips an unread body (its stream errors with
+ *   `entry_skipped`) instead of waiting for it, so a loop that ignores bodies cannot hang.
+ * - Past the in-memory path bound, duplicates and conflicts across spilled runs are found
+ *   by an external merge at the end of the archive: the entry stream errors instead of
+ *   closing. Entries are provisional until the stream closes.
+ * - Source errors propagate unchanged; no timer is applied (the caller bounds time).
+ *
  * @example Round trip
  * ```ts
  * import { readTar, writeTar } from "./mod.ts";

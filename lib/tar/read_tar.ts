@@ -6,7 +6,18 @@ import { readError } from "./_fail.ts";
 import { PathSet } from "./_path_set.ts";
 import type { TarEntry } from "./entry.ts";
 
-/** Options of {@linkcode readTar}. */
+/**
+ * Options of {@linkcode readTar}.
+ *
+ * @example Spill path checks of a large archive to a directory the caller owns
+ * ```ts
+ * import { readTar, type ReadTarOptions } from "./mod.ts";
+ *
+ * const options: ReadTarOptions = { spillDirectory: "/var/lib/my-app/spill", maxInMemoryPaths: 100_000 };
+ * const entries = readTar(new Blob([new Uint8Array(1024)]).stream(), options);
+ * await entries.cancel();
+ * ```
+ */
 export interface ReadTarOptions {
   /**
    * Absolute path of an existing directory the reader may write temporary files to, once
@@ -24,7 +35,8 @@ export interface ReadTarOptions {
    */
   readonly maxInMemoryPaths?: number;
   /**
-   * Most UTF-8 bytes of those paths held in memory, in bytes.
+   * Most UTF-8 bytes of path text held in memory for those checks, in bytes: the full path
+   * of every entry plus the last segment of every implicit ancestor directory.
    * @default 8388608 (8 MiB)
    */
   readonly maxInMemoryPathBytes?: number;
@@ -57,7 +69,8 @@ const optionsSchema = z.strictObject({
  * spill to disk, duplicates and conflicts between spilled runs are reported at the end of
  * the archive (as an error instead of the close), not when the entry is read.
  *
- * Errors of the source stream propagate unchanged. Cancelling the result cancels the
+ * Errors of the source stream propagate unchanged; a source chunk that is not a
+ * `Uint8Array` errors the stream with a `TypeError`. Cancelling the result cancels the
  * source and removes spill files before the cancel resolves.
  *
  * @param source The archive bytes, split anywhere.

@@ -5,7 +5,27 @@ import { BLOCK, MAX_CHUNK, MAX_ENTRY_SIZE, paddingOf } from "./_limits.ts";
 import { checkPath } from "./_path.ts";
 import type { TarError, TarErrorOptions } from "./error.ts";
 
-/** One regular file or directory for {@linkcode writeTar}. */
+/**
+ * One regular file or directory for {@linkcode writeTar}.
+ *
+ * @example
+ * ```ts
+ * import type { TarWriterEntry } from "./mod.ts";
+ *
+ * const bytes = new TextEncoder().encode("{}\n");
+ * const entry: TarWriterEntry = {
+ *   path: "config/settings.json",
+ *   type: "file",
+ *   mode: 0o600,
+ *   mtime: Math.floor(Date.now() / 1000),
+ *   uid: 1000,
+ *   gid: 1000,
+ *   size: bytes.length,
+ *   body: new Blob([bytes]).stream(),
+ * };
+ * console.log(entry.size); // 3
+ * ```
+ */
 export interface TarWriterEntry {
   /**
    * Relative `/`-separated path, checked by the rules {@linkcode readTar} applies: no
@@ -68,11 +88,11 @@ function writeError(code: TarError["code"], reason: string, options: TarErrorOpt
  * Cancelling the stream cancels the current body and closes the entry iterator.
  *
  * @param entries Files and directories, in archive order.
- * @returns The archive bytes.
- * The stream errors with a {@linkcode TarError}: `invalid_entry` (a field out of range or
- * of the wrong type, or a body on a directory), `path_invalid`, `path_length`,
- * `size_limit` (above 8 GiB − 1), `body_length` (a body shorter or longer than `size`);
- * errors of the iterator and the bodies propagate unchanged.
+ * @returns The archive bytes. The stream errors with a {@linkcode TarError}:
+ * `invalid_entry` (a field out of range or of the wrong type, a body on a directory, a
+ * body chunk that is not a `Uint8Array`), `path_invalid`, `path_length`, `size_limit`
+ * (above 8 GiB − 1), `body_length` (a body shorter or longer than `size`); errors of the
+ * iterator and of the bodies propagate unchanged. Nothing is thrown synchronously.
  *
  * @example Archive one file
  * ```ts

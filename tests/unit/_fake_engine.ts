@@ -32,7 +32,7 @@ export interface FakeConnection {
   end(): Promise<void>;
   /** Destroys the connection. */
   destroy(): void;
-  /** Resolves when the connection is fully closed. */
+  /** Resolves once the client has closed its side (FIN) or the connection is gone. */
   readonly closed: Promise<void>;
   /** Bytes the client has sent so far. */
   readonly received: () => number;
@@ -130,6 +130,7 @@ function fakeConnection(socket: Socket, requests: FakeRequest[]): FakeConnection
   });
   socket.on("end", () => {
     ended = true;
+    markClosed();
     notify();
   });
   socket.on("error", () => {});

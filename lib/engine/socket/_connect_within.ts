@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { DockerEngineTransportError } from "../http/errors.ts";
 import { parseInput, socketPathSchema, timerMsSchema } from "../http/validate.ts";
-import { describeSocketError } from "./_connection.ts";
+import { describeSocketError } from "./raw_socket.ts";
 import type { ConnectOptions } from "./types.ts";
 
 const connectArgumentsSchema = z.object({

@@ -11,7 +11,7 @@
  * @module
  */
 import { connectWithin } from "./_connect_within.ts";
-import { type RawSocket, toSocketConnection } from "./_connection.ts";
+import { type RawSocket, socketConnectionFromRaw } from "./raw_socket.ts";
 import type { ConnectOptions, SocketConnection } from "./types.ts";
 
 /** The part of Bun's socket API this adapter uses (Bun 1.4). */
@@ -72,7 +72,7 @@ export async function connectUnix(
     () => Bun.connect({ unix: path, allowHalfOpen: true, socket: state.handler }),
     (late) => late.terminate(),
   );
-  return toSocketConnection(state.raw(socket));
+  return socketConnectionFromRaw(state.raw(socket));
 }
 
 /** What the handlers saw on one socket, and the reads and writes waiting for it. */

@@ -4,7 +4,7 @@
  * @module
  */
 import { connectWithin } from "./_connect_within.ts";
-import { type RawSocket, toSocketConnection } from "./_connection.ts";
+import { type RawSocket, socketConnectionFromRaw } from "./raw_socket.ts";
 import type { ConnectOptions, SocketConnection } from "./types.ts";
 
 /** Bytes asked for per `conn.read()`: one runtime chunk. */
@@ -40,7 +40,7 @@ export async function connectUnix(
     () => Deno.connect({ transport: "unix", path }),
     (late) => late.close(),
   );
-  return toSocketConnection(denoSocket(conn));
+  return socketConnectionFromRaw(denoSocket(conn));
 }
 
 function denoSocket(conn: Deno.UnixConn): RawSocket {

@@ -6,7 +6,7 @@
  */
 import { createConnection, type NetConnectOpts, type Socket } from "node:net";
 import { connectWithin } from "./_connect_within.ts";
-import { type RawSocket, toSocketConnection } from "./_connection.ts";
+import { type RawSocket, socketConnectionFromRaw } from "./raw_socket.ts";
 import type { ConnectOptions, SocketConnection } from "./types.ts";
 
 /**
@@ -35,7 +35,7 @@ export async function connectUnix(
   options: ConnectOptions = {},
 ): Promise<SocketConnection> {
   const socket = await connectWithin(path, options, () => open(path), (late) => late.destroy());
-  return toSocketConnection(nodeSocket(socket));
+  return socketConnectionFromRaw(nodeSocket(socket));
 }
 
 function open(path: string): Promise<Socket> {

@@ -76,11 +76,14 @@ export const plannedTree: fc.Arbitrary<PlannedEntry[]> = fc
     return out;
   });
 
-/** Writer entries for a plan, bodies streamed in `chunk`-byte pieces. */
+/**
+ * Writer entries for a plan, bodies streamed in `chunk`-byte pieces (at least 8 KiB pieces
+ * for bodies above 8 KiB, to keep runs fast).
+ */
 export function writerEntries(plan: readonly PlannedEntry[], chunk = 4096): TarWriterEntry[] {
   return plan.map(({ data, ...rest }) => ({
     ...rest,
     size: data.length,
-    body: rest.type === "file" ? streamOf(data, Math.max(1, chunk)) : undefined,
+    body: rest.type === "file" ? streamOf(data, data.length > 8192 ? Math.max(8192, chunk) : Math.max(1, chunk)) : undefined,
   }));
 }

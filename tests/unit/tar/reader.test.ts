@@ -176,6 +176,11 @@ describe("readTar", () => {
     await assert.rejects(readAll(source), (error) => error === failure);
   });
 
+  test("readTar errors with a TypeError on a source chunk that is not bytes", async () => {
+    const source = new ReadableStream({ pull: (controller) => controller.enqueue("text") });
+    await assert.rejects(readAll(source as ReadableStream<Uint8Array>), TypeError);
+  });
+
   test("readTar rejects invalid options with invalid_options", () => {
     const source = streamOf(end());
     for (const options of [{ spillDirectory: "relative/dir" }, { maxInMemoryPaths: 0 }, { maxInMemoryPathBytes: 1.5 }]) {

@@ -1,36 +1,65 @@
 /**
- * Turns a runtime's raw socket primitives into a {@linkcode SocketConnection} with
- * pull-based Web Streams. Shared by the three runtime adapters so the stream and
- * lifecycle rules are written once.
+ * Turns raw socket primitives into a {@linkcode SocketConnection} with pull-based Web
+ * Streams. The three runtime adapters use it so the stream and lifecycle rules are
+ * written once; the HTTP client uses it again for an upgraded connection.
  *
  * @module
  */
 import { DockerEngineTransportError } from "../http/errors.ts";
 import type { SocketConnection } from "./types.ts";
 
-/** The primitives a runtime adapter provides for one connected socket. */
+/** The primitives of one connected byte socket. */
 export interface RawSocket {
-  /** Resolves with the next runtime chunk, `null` at end of stream; reads only when called. */
+  /**
+   * Resolves with the next chunk, `null` at end of stream. Called only while a read of
+   * the connection's readable is pending, never concurrently.
+   */
   read(): Promise<Uint8Array | null>;
-  /** Resolves once the runtime accepted every byte of `chunk`. */
+  /** Resolves once every byte of `chunk` was accepted. Never called concurrently. */
   write(chunk: Uint8Array): Promise<void>;
-  /** Sends FIN (shutdown of the write side). */
+  /** Sends FIN (shutdown of the write side); called once, after the last write settled. */
   shutdown(): Promise<void>;
-  /** Releases the socket now; pending `read`/`write` calls settle soon after. */
+  /**
+   * Releases the socket now; pending `read`/`write` calls settle soon after (their
+   * results are ignored). Called exactly once, on every way the connection ends.
+   */
   destroy(): void;
 }
 
 /**
- * Wraps raw socket primitives as a {@linkcode SocketConnection}.
+ * Wraps raw socket primitives as a {@linkcode SocketConnection}: a pull-based readable
+ * (`highWaterMark: 0`, so `raw.read()` runs only while a read is pending), a writable
+ * whose writes resolve when `raw.write()` does, an idempotent `closeWrite()`, a graceful
+ * `close()` and an immediate `abort()`.
  *
- * @param raw The runtime's primitives for one connected socket.
+ * @param raw The primitives of one connected socket.
  * @returns The connection; its owner must `close()` or `abort()` it.
+ *
+ * @example An in-memory peer that answers once
+ * ```ts
+ * import { socketConnectionFromRaw } from "./raw_socket.ts";
+ *
+ * let answered = false;
+ * const connection = socketConnectionFromRaw({
+ *   read: () => Promise.resolve(answered ? null : (answered = true, new Uint8Array([1]))),
+ *   write: () => Promise.resolve(),
+ *   shutdown: () => Promise.resolve(),
+ *   destroy: () => {},
+ * });
+ * for await (const chunk of connection.readable) console.log(chunk); // Uint8Array [ 1 ]
+ * await connection.close();
+ * ```
  */
-export function toSocketConnection(raw: RawSocket): SocketConnection {
+export function socketConnectionFromRaw(raw: RawSocket): SocketConnection {
   return new StreamedSocket(raw);
 }
 
-/** Describes a runtime error in one short phrase (its code when it has one). */
+/**
+ * Describes a runtime error in one short phrase (its code first when it has one).
+ *
+ * @param error What the runtime threw.
+ * @returns E.g. `ENOENT connect ENOENT /var/run/docker.sock`.
+ */
 export function describeSocketError(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;

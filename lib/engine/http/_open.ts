@@ -1,0 +1,75 @@
+/**
+ * The part every exchange shares: connect within the connect deadline, send the request,
+ * and read the final response head within the header deadline.
+ *
+ * @module
+ */
+import type { SocketConnection } from "../socket/types.ts";
+import { ByteReader } from "./_byte_reader.ts";
+import type { ExchangeGuard } from "./_guard.ts";
+import { readResponseHead, type ResponseHead } from "./_head.ts";
+import type { ParsedRequest } from "./_options.ts";
+import { encodeRequestHead, RequestUpload } from "./_request.ts";
+
+/** A connection whose final response head has been read. */
+export interface OpenedExchange {
+  readonly connection: SocketConnection;
+  /** Positioned at the first byte after the head. */
+  readonly reader: ByteReader;
+  readonly head: ResponseHead;
+  /** The request upload, possibly still running. */
+  readonly upload: RequestUpload;
+}
+
+/**
+ * Connects, sends the request and reads the final head (skipping 1xx interim answers
+ * other than 101). The header deadline starts when the request is fully sent and stops
+ * when the head is parsed.
+ *
+ * @param request The validated request.
+ * @param guard The exchange's guard; it adopts the connection.
+ * @param upgrade Whether to ask for `Connection: Upgrade` / `Upgrade: tcp`.
+ * @param maxHeadBytes Most bytes each head may take.
+ * @returns The connection, its reader, the head and the upload.
+ * @throws {DockerEngineTransportError} Whatever failed first; the caller passes it to
+ * `guard.failWith`.
+ */
+export async function openExchange(
+  request: ParsedRequest,
+  guard: ExchangeGuard,
+  upgrade: boolean,
+  maxHeadBytes: number,
+): Promise<OpenedExchange> {
+  guard.startDeadline(
+    "connect",
+    request.connectTimeoutMs,
+    `Cannot connect to ${request.socketPath}: no connection within ${request.connectTimeoutMs} ms`,
+  );
+  const connection = await request.connector(request.socketPath, { signal: guard.signal });
+  guard.clearDeadline("connect");
+  guard.adopt(connection);
+  if (guard.failure !== undefined) throw guard.failure;
+  const reader = new ByteReader(connection.readable);
+  const upload = new RequestUpload(
+    connection.writable,
+    encodeRequestHead({ ...request, upgrade }),
+    request.body,
+    guard,
+  );
+  let headRead = false;
+  upload.done.then(() => {
+    if (headRead) return;
+    guard.startDeadline(
+      "header",
+      request.headerTimeoutMs,
+      `Cannot read the response head: none within ${request.headerTimeoutMs} ms after the request was sent`,
+    );
+  });
+  let head: ResponseHead;
+  do {
+    head = await readResponseHead(reader, maxHeadBytes);
+  } while (head.status < 200 && head.status !== 101);
+  headRead = true;
+  guard.clearDeadline("header");
+  return { connection, reader, head, upload };
+}

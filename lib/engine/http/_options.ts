@@ -1,0 +1,144 @@
+/**
+ * Validation and defaults of the options every Engine exchange takes.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { connectUnixSocket } from "../socket/connect.ts";
+import type { UnixConnector } from "../socket/types.ts";
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_HEADER_TIMEOUT_MS,
+  MAX_CHUNK_BYTES,
+} from "./limits.ts";
+import {
+  byteLimitSchema,
+  engineTargetSchema,
+  parseInput,
+  socketPathSchema,
+  timerMsSchema,
+} from "./validate.ts";
+
+/** An HTTP method the Engine API uses. */
+export type EngineMethod = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
+
+const ENGINE_METHODS: readonly [EngineMethod, ...EngineMethod[]] = [
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "DELETE",
+];
+
+/** Header fields the client writes itself (RFC 9110 connection and framing fields). */
+const RESERVED_HEADERS = new Set([
+  "host",
+  "connection",
+  "upgrade",
+  "content-length",
+  "transfer-encoding",
+  "content-type",
+  "te",
+  "trailer",
+  "keep-alive",
+  "proxy-connection",
+  "expect",
+]);
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Printable ASCII, SP and HTAB, trimmed; what the client writes into a field value. */
+const FIELD_VALUE = /^(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?$/;
+
+const headersSchema = z.record(z.string(), z.string()).refine(
+  (headers) =>
+    Object.entries(headers).every(([name, value]) =>
+      TOKEN.test(name) && !RESERVED_HEADERS.has(name.toLowerCase()) && FIELD_VALUE.test(value)
+    ),
+  {
+    error:
+      "must map token names to printable ASCII values, without Host, Connection, Upgrade, Content-Length, Transfer-Encoding, Content-Type, TE, Trailer, Keep-Alive, Proxy-Connection or Expect (the client sets those)",
+  },
+);
+
+const requestSchema = z.object({
+  socketPath: socketPathSchema,
+  method: z.enum(ENGINE_METHODS),
+  target: engineTargetSchema,
+  headers: headersSchema.optional(),
+  body: z.union([z.instanceof(Uint8Array), z.instanceof(ReadableStream)]).optional(),
+  contentType: z.string().regex(FIELD_VALUE).min(1).optional(),
+  connectTimeoutMs: timerMsSchema.optional(),
+  headerTimeoutMs: timerMsSchema.optional(),
+  timeoutMs: timerMsSchema.optional(),
+  maxBodyBytes: byteLimitSchema.optional(),
+  chunkBytes: z.number().refine(
+    (bytes) => Number.isSafeInteger(bytes) && bytes >= 1 && bytes <= MAX_CHUNK_BYTES,
+    { error: `must be a safe integer from 1 to ${MAX_CHUNK_BYTES} (bytes)` },
+  ).optional(),
+  signal: z.instanceof(AbortSignal).optional(),
+  connector: z.custom<UnixConnector>((value) => typeof value === "function", {
+    error: "must be a function",
+  }).optional(),
+}).refine((request) => request.body === undefined || ["POST", "PUT"].includes(request.method), {
+  error: "must be POST or PUT to carry a body",
+  path: ["method"],
+});
+
+/** The caller's options every exchange takes (see `EngineExchangeOptions`). */
+export interface RequestInput {
+  readonly socketPath: string;
+  readonly method: EngineMethod;
+  readonly target: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: Uint8Array | ReadableStream<Uint8Array>;
+  readonly contentType?: string;
+  readonly connectTimeoutMs?: number;
+  readonly headerTimeoutMs?: number;
+  readonly timeoutMs?: number;
+  readonly maxBodyBytes?: number;
+  readonly chunkBytes?: number;
+  readonly signal?: AbortSignal;
+  readonly connector?: UnixConnector;
+}
+
+/** Validated options with their defaults applied. */
+export interface ParsedRequest {
+  readonly socketPath: string;
+  readonly method: EngineMethod;
+  readonly target: string;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  readonly body: Uint8Array | ReadableStream<Uint8Array> | undefined;
+  readonly contentType: string | undefined;
+  readonly connectTimeoutMs: number;
+  readonly headerTimeoutMs: number;
+  readonly timeoutMs: number | undefined;
+  readonly maxBodyBytes: number;
+  readonly chunkBytes: number;
+  readonly signal: AbortSignal | undefined;
+  readonly connector: UnixConnector;
+}
+
+/**
+ * Validates an exchange's options and applies the defaults.
+ *
+ * @param input The caller's options.
+ * @returns The options with defaults.
+ * @throws {TypeError} When an option is invalid; the message names it.
+ */
+export function parseRequest(input: RequestInput): ParsedRequest {
+  parseInput(requestSchema, input, "send the Engine request");
+  return {
+    socketPath: input.socketPath,
+    method: input.method,
+    target: input.target,
+    headers: input.headers,
+    body: input.body,
+    contentType: input.contentType,
+    connectTimeoutMs: input.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    headerTimeoutMs: input.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
+    timeoutMs: input.timeoutMs,
+    maxBodyBytes: input.maxBodyBytes ?? Number.MAX_SAFE_INTEGER,
+    chunkBytes: input.chunkBytes ?? MAX_CHUNK_BYTES,
+    signal: input.signal,
+    connector: input.connector ?? connectUnixSocket,
+  };
+}
