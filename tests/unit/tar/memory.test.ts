@@ -32,7 +32,7 @@ function lazyArchive(chunk: number): { stream: ReadableStream<Uint8Array>; pulls
   return { stream, pulls: () => pulls };
 }
 
-test("readTar streams a 64 MiB body in bounded chunks, pulling the source lazily", async () => {
+test("readTar streams a 64 MiB body in bounded chunks, pulling the source lazily", { timeout: 60_000 }, async () => {
   const chunk = 100_000; // larger than 64 KiB: the reader must split it
   const { stream, pulls } = lazyArchive(chunk);
   let largest = 0;
@@ -53,7 +53,7 @@ test("readTar streams a 64 MiB body in bounded chunks, pulling the source lazily
   assert.ok(largest <= 65_536, `largest chunk ${largest}`);
 });
 
-test("writeTar streams a 64 MiB body in bounded chunks, pulling the body lazily", async () => {
+test("writeTar streams a 64 MiB body in bounded chunks, pulling the body lazily", { timeout: 60_000 }, async () => {
   let pulls = 0;
   let sent = 0;
   const body = new ReadableStream<Uint8Array>({

@@ -12,7 +12,7 @@ async function archiveOf(entries: ReturnType<typeof writerEntries>): Promise<Uin
   return concat(...chunks);
 }
 
-test("writeTar and readTar round-trip random valid trees", async () => {
+test("writeTar and readTar round-trip random valid trees", { timeout: 60_000 }, async () => {
   await fc.assert(
     fc.asyncProperty(plannedTree, fc.oneof(fc.integer({ min: 1, max: 16 }), fc.integer({ min: 64, max: 70_000 })), async (plan, chunk) => {
       const entries = await readAll(writeTar(writerEntries(plan, chunk)));
@@ -26,7 +26,7 @@ test("writeTar and readTar round-trip random valid trees", async () => {
   );
 });
 
-test("readTar reads random valid trees split at random byte boundaries", async () => {
+test("readTar reads random valid trees split at random byte boundaries", { timeout: 60_000 }, async () => {
   await fc.assert(
     fc.asyncProperty(
       plannedTree,
