@@ -111,7 +111,19 @@ export interface SandboxBackend {
   reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): SandboxReservation;
 }
 
-/** An inert sandbox reservation; `start()` acquires the resources, at most once. */
+/**
+ * An inert sandbox reservation; `start()` acquires the resources, at most once.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxReservation } from "./backend.ts";
+ *
+ * async function startWithin(reservation: SandboxReservation, ms: number) {
+ *   console.log("starting", reservation.id);
+ *   return await reservation.start({ signal: AbortSignal.timeout(ms) });
+ * }
+ * ```
+ */
 export interface SandboxReservation {
   /** Identifier of the sandbox, stable across its reservation, life and recovery. */
   readonly id: string;
@@ -135,6 +147,16 @@ export interface SandboxReservation {
  * - `running`: compute is up; a process can be reserved and started.
  * - `stopped`: compute was removed; files are retained (export them, then destroy).
  * - `destroyed`: every owned resource was removed.
+ *
+ * @example
+ * ```ts
+ * import type { Sandbox, SandboxState } from "./backend.ts";
+ *
+ * function canExport(sandbox: Sandbox): boolean {
+ *   const state: SandboxState = sandbox.state;
+ *   return state === "stopped";
+ * }
+ * ```
  */
 export type SandboxState = "starting" | "running" | "stopped" | "destroyed";
 

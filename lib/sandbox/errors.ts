@@ -25,6 +25,13 @@
  * - `abandoned_output`: a consumer cancelled a process output stream before its end.
  * - `engine`: the Docker Engine failed or answered unexpectedly.
  * - `invalid_state`: the operation is not allowed in the sandbox's current state.
+ *
+ * @example
+ * ```ts
+ * import { type SandboxErrorCode, SandboxStoppedError } from "./errors.ts";
+ *
+ * const code: SandboxErrorCode = new SandboxStoppedError("Cannot run: stopped").code;
+ * ```
  */
 export type SandboxErrorCode =
   | "unsupported"
@@ -40,7 +47,17 @@ export type SandboxErrorCode =
   | "engine"
   | "invalid_state";
 
-/** Options accepted by every {@linkcode SandboxError} subclass constructor. */
+/**
+ * Options accepted by every {@linkcode SandboxError} subclass constructor.
+ *
+ * @example
+ * ```ts
+ * import { SandboxEngineError, type SandboxErrorOptions } from "./errors.ts";
+ *
+ * const options: SandboxErrorOptions = { cause: new Error("ECONNRESET") };
+ * const error = new SandboxEngineError("Cannot inspect exec: the connection reset", options);
+ * ```
+ */
 export interface SandboxErrorOptions {
   /**
    * The underlying failure, kept on `error.cause`.
@@ -372,7 +389,17 @@ export class SandboxAbandonedOutputError extends SandboxError {
   }
 }
 
-/** Options of {@linkcode SandboxEngineError}. */
+/**
+ * Options of {@linkcode SandboxEngineError}.
+ *
+ * @example
+ * ```ts
+ * import { SandboxEngineError, type SandboxEngineErrorOptions } from "./errors.ts";
+ *
+ * const options: SandboxEngineErrorOptions = { status: 404 };
+ * const error = new SandboxEngineError("Cannot inspect container: not found", options);
+ * ```
+ */
 export interface SandboxEngineErrorOptions extends SandboxErrorOptions {
   /**
    * HTTP status code the Docker Engine answered with, when the failure is an HTTP answer.

@@ -11,21 +11,100 @@ import { expect, parseConfiguration } from "./_zod_issues.ts";
 
 const MIB = 1024 * 1024;
 
-/** Smallest memory limit accepted, in bytes: 6 MiB, the Docker Engine's own minimum. */
+/**
+ * Smallest memory limit accepted, in bytes: 6 MiB, the Docker Engine's own minimum.
+ *
+ * @example
+ * ```ts
+ * import { MIN_MEMORY_BYTES } from "./policy.ts";
+ *
+ * console.log(MIN_MEMORY_BYTES); // 6291456
+ * ```
+ */
 export const MIN_MEMORY_BYTES = 6 * MIB;
-/** Largest CPU count accepted (`resources.cpus`). */
+
+/**
+ * Largest CPU count accepted (`resources.cpus`).
+ *
+ * @example
+ * ```ts
+ * import { MAX_CPUS } from "./policy.ts";
+ *
+ * console.log(MAX_CPUS); // 1024
+ * ```
+ */
 export const MAX_CPUS = 1024;
-/** Largest PID limit accepted (`resources.pids`): Linux's `PID_MAX_LIMIT`, 4,194,304. */
+
+/**
+ * Largest PID limit accepted (`resources.pids`): Linux's `PID_MAX_LIMIT`, 4,194,304.
+ *
+ * @example
+ * ```ts
+ * import { MAX_PIDS } from "./policy.ts";
+ *
+ * console.log(MAX_PIDS); // 4194304
+ * ```
+ */
 export const MAX_PIDS = 4_194_304;
-/** Largest infrastructure deadline accepted, in milliseconds: 2^31 - 1 (one timer's range). */
+
+/**
+ * Largest infrastructure deadline accepted, in milliseconds: 2^31 - 1 (one timer's range).
+ *
+ * @example
+ * ```ts
+ * import { MAX_INFRASTRUCTURE_DEADLINE_MS } from "./policy.ts";
+ *
+ * console.log(MAX_INFRASTRUCTURE_DEADLINE_MS); // 2147483647
+ * ```
+ */
 export const MAX_INFRASTRUCTURE_DEADLINE_MS = 2 ** 31 - 1;
-/** Default `deadlines.startupMs`, in milliseconds: 60 seconds. */
+
+/**
+ * Default `deadlines.startupMs`, in milliseconds: 60 seconds.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_STARTUP_MS } from "./policy.ts";
+ *
+ * console.log(DEFAULT_STARTUP_MS); // 60000
+ * ```
+ */
 export const DEFAULT_STARTUP_MS = 60_000;
-/** Default `deadlines.cleanupMs`, in milliseconds: 30 seconds. */
+
+/**
+ * Default `deadlines.cleanupMs`, in milliseconds: 30 seconds.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_CLEANUP_MS } from "./policy.ts";
+ *
+ * console.log(DEFAULT_CLEANUP_MS); // 30000
+ * ```
+ */
 export const DEFAULT_CLEANUP_MS = 30_000;
-/** Default size of each of the home and temporary tmpfs mounts, in bytes: 64 MiB. */
+
+/**
+ * Default size of each of the home and temporary tmpfs mounts, in bytes: 64 MiB.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_TMPFS_BYTES } from "./policy.ts";
+ *
+ * console.log(DEFAULT_TMPFS_BYTES); // 67108864
+ * ```
+ */
 export const DEFAULT_TMPFS_BYTES = 64 * MIB;
-/** Smallest tmpfs size accepted, in bytes: one 4 KiB page. */
+
+/**
+ * Smallest tmpfs size accepted, in bytes: one 4 KiB page.
+ *
+ * @example
+ * ```ts
+ * import { MIN_TMPFS_BYTES } from "./policy.ts";
+ *
+ * console.log(MIN_TMPFS_BYTES); // 4096
+ * ```
+ */
 export const MIN_TMPFS_BYTES = 4096;
 
 /**
@@ -36,12 +115,28 @@ export const MIN_TMPFS_BYTES = 4096;
  * - `{ kind: "deadline", timeoutMs }` stops the whole sandbox `timeoutMs` milliseconds after the
  *   process starts. Any positive safe integer is accepted (days and more; a backend must chain
  *   timers beyond one timer's 2^31 - 1 ms range).
+ *
+ * @example
+ * ```ts
+ * import type { SandboxExecutionPolicy } from "./policy.ts";
+ *
+ * const oneHour: SandboxExecutionPolicy = { kind: "deadline", timeoutMs: 3_600_000 };
+ * ```
  */
 export type SandboxExecutionPolicy =
   | { readonly kind: "until_stopped" }
   | { readonly kind: "deadline"; readonly timeoutMs: number };
 
-/** Deadlines of infrastructure observations (not of the process), as given by the caller. */
+/**
+ * Deadlines of infrastructure observations (not of the process), as given by the caller.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxDeadlinesInput } from "./policy.ts";
+ *
+ * const deadlines: SandboxDeadlinesInput = { startupMs: 120_000 }; // cleanupMs: 30000
+ * ```
+ */
 export interface SandboxDeadlinesInput {
   /**
    * Time allowed for sandbox startup, in milliseconds (integer 1 to 2^31 - 1).
@@ -58,7 +153,16 @@ export interface SandboxDeadlinesInput {
   readonly cleanupMs?: number;
 }
 
-/** Infrastructure deadlines after normalisation: both values present, in milliseconds. */
+/**
+ * Infrastructure deadlines after normalisation: both values present, in milliseconds.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxDeadlines } from "./policy.ts";
+ *
+ * const deadlines: SandboxDeadlines = { startupMs: 60_000, cleanupMs: 30_000 };
+ * ```
+ */
 export interface SandboxDeadlines {
   /** Time allowed for sandbox startup, in milliseconds. */
   readonly startupMs: number;
@@ -66,7 +170,16 @@ export interface SandboxDeadlines {
   readonly cleanupMs: number;
 }
 
-/** Exact compute limits of the sandbox. All are required: there is no unlimited default. */
+/**
+ * Exact compute limits of the sandbox. All are required: there is no unlimited default.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxResources } from "./policy.ts";
+ *
+ * const resources: SandboxResources = { cpus: 0.5, memoryBytes: 256 * 1024 * 1024, pids: 128 };
+ * ```
+ */
 export interface SandboxResources {
   /**
    * CPU limit in CPUs, a finite number from 0.000000001 to 1024. A Docker backend converts it
@@ -86,6 +199,13 @@ export interface SandboxResources {
  * - `isolated`: no network interface but loopback (Docker network `none`).
  * - `outbound`: a private bridge network; the guest can reach host, LAN and internet services.
  *   There is no domain allowlist and no inbound port.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxNetwork } from "./policy.ts";
+ *
+ * const network: SandboxNetwork = "outbound";
+ * ```
  */
 export type SandboxNetwork = "isolated" | "outbound";
 
@@ -96,6 +216,13 @@ export type SandboxNetwork = "isolated" | "outbound";
  * - `{ kind: "required", bytes, accounting: "allocated_blocks" }`: a hard quota of `bytes`
  *   (positive safe integer) counted in allocated blocks. Accepted by validation, but see
  *   {@linkcode assertSupportedDiskQuota}: the Docker backend refuses it.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxWorkspaceDiskQuota } from "./policy.ts";
+ *
+ * const quota: SandboxWorkspaceDiskQuota = { kind: "not_requested" };
+ * ```
  */
 export type SandboxWorkspaceDiskQuota =
   | { readonly kind: "not_requested" }
@@ -105,7 +232,16 @@ export type SandboxWorkspaceDiskQuota =
     readonly accounting: "allocated_blocks";
   };
 
-/** Sizes of the guest's tmpfs mounts, as given by the caller. */
+/**
+ * Sizes of the guest's tmpfs mounts, as given by the caller.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxTmpfsInput } from "./policy.ts";
+ *
+ * const tmpfs: SandboxTmpfsInput = { tmpBytes: 256 * 1024 * 1024 }; // homeBytes: 64 MiB
+ * ```
+ */
 export interface SandboxTmpfsInput {
   /**
    * Size of the home tmpfs (`/home/sandbox`), in bytes: an integer from 4096 to
@@ -123,7 +259,16 @@ export interface SandboxTmpfsInput {
   readonly tmpBytes?: number;
 }
 
-/** tmpfs sizes after normalisation: both values present, in bytes. */
+/**
+ * tmpfs sizes after normalisation: both values present, in bytes.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxTmpfs } from "./policy.ts";
+ *
+ * const tmpfs: SandboxTmpfs = { homeBytes: 64 * 1024 * 1024, tmpBytes: 64 * 1024 * 1024 };
+ * ```
+ */
 export interface SandboxTmpfs {
   /** Size of the home tmpfs, in bytes. */
   readonly homeBytes: number;
@@ -131,7 +276,20 @@ export interface SandboxTmpfs {
   readonly tmpBytes: number;
 }
 
-/** A sandbox policy as the caller writes it; see {@linkcode normalizePolicy}. */
+/**
+ * A sandbox policy as the caller writes it; see {@linkcode normalizePolicy}.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxPolicyInput } from "./policy.ts";
+ *
+ * const policy: SandboxPolicyInput = {
+ *   execution: { kind: "deadline", timeoutMs: 15 * 60_000 },
+ *   resources: { cpus: 2, memoryBytes: 2 * 1024 ** 3, pids: 1024 },
+ *   network: "outbound",
+ * };
+ * ```
+ */
 export interface SandboxPolicyInput {
   /**
    * Process lifetime.
@@ -167,7 +325,19 @@ export interface SandboxPolicyInput {
   readonly tmpfs?: SandboxTmpfsInput;
 }
 
-/** A validated policy with every default filled; returned frozen by {@linkcode normalizePolicy}. */
+/**
+ * A validated policy with every default filled; returned frozen by {@linkcode normalizePolicy}.
+ *
+ * @example
+ * ```ts
+ * import { normalizePolicy, type SandboxPolicy } from "./policy.ts";
+ *
+ * const policy: SandboxPolicy = normalizePolicy({
+ *   resources: { cpus: 1, memoryBytes: 1024 ** 3, pids: 256 },
+ * });
+ * console.log(policy.tmpfs.homeBytes); // 67108864
+ * ```
+ */
 export interface SandboxPolicy {
   /** Process lifetime. */
   readonly execution: SandboxExecutionPolicy;

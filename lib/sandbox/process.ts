@@ -32,12 +32,46 @@ export const FIXED_GUEST_ENV: Readonly<{ HOME: string; TMPDIR: string; PATH: str
     PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
   });
 
-/** Default of {@linkcode SandboxProcessRequest.maxBufferedOutputBytes}, in bytes: 4 MiB. */
+/**
+ * Default of {@linkcode SandboxProcessRequest.maxBufferedOutputBytes}, in bytes: 4 MiB.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_BUFFERED_OUTPUT_BYTES } from "./process.ts";
+ *
+ * console.log(DEFAULT_MAX_BUFFERED_OUTPUT_BYTES); // 4194304
+ * ```
+ */
 export const DEFAULT_MAX_BUFFERED_OUTPUT_BYTES = 4 * 1024 * 1024;
-/** Largest {@linkcode SandboxProcessRequest.maxBufferedOutputBytes}, in bytes: 1 GiB. */
+
+/**
+ * Largest {@linkcode SandboxProcessRequest.maxBufferedOutputBytes}, in bytes: 1 GiB.
+ *
+ * @example
+ * ```ts
+ * import { MAX_BUFFERED_OUTPUT_BYTES } from "./process.ts";
+ *
+ * console.log(MAX_BUFFERED_OUTPUT_BYTES); // 1073741824
+ * ```
+ */
 export const MAX_BUFFERED_OUTPUT_BYTES = 1024 * 1024 * 1024;
 
-/** A process to run in the sandbox, as the caller writes it; see {@linkcode normalizeProcessRequest}. */
+/**
+ * A process to run in the sandbox, as the caller writes it; see
+ * {@linkcode normalizeProcessRequest}.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxProcessRequest } from "./process.ts";
+ *
+ * const request: SandboxProcessRequest = {
+ *   executable: "/usr/local/bin/node",
+ *   args: ["/workspace/work/agent.js", "--acp"],
+ *   env: { NODE_OPTIONS: "--max-old-space-size=512" },
+ *   maxBufferedOutputBytes: 8 * 1024 * 1024,
+ * };
+ * ```
+ */
 export interface SandboxProcessRequest {
   /**
    * Absolute canonical guest path of the executable, e.g. `/usr/local/bin/agent`: starts with
@@ -73,7 +107,19 @@ export interface SandboxProcessRequest {
   readonly maxBufferedOutputBytes?: number;
 }
 
-/** A validated process request with defaults filled and the fixed environment merged in. */
+/**
+ * A validated process request with defaults filled and the fixed environment merged in.
+ *
+ * @example
+ * ```ts
+ * import { type NormalizedSandboxProcessRequest, normalizeProcessRequest } from "./process.ts";
+ *
+ * const request: NormalizedSandboxProcessRequest = normalizeProcessRequest({
+ *   executable: "/bin/cat",
+ * });
+ * console.log(request.args, request.maxBufferedOutputBytes); // [] 4194304
+ * ```
+ */
 export interface NormalizedSandboxProcessRequest {
   /** Absolute canonical guest path of the executable. */
   readonly executable: string;
@@ -94,6 +140,16 @@ export interface NormalizedSandboxProcessRequest {
  *
  * The receipt describes the leader only: descendants and the sandbox keeper keep running until
  * the sandbox is stopped. Once observed, a receipt never changes.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxExitReceipt } from "./process.ts";
+ *
+ * function describe(receipt: SandboxExitReceipt): string {
+ *   return receipt.kind === "exited" ? `exit code ${receipt.code}` : "sandbox stopped first";
+ * }
+ * console.log(describe({ kind: "exited", code: 0 })); // "exit code 0"
+ * ```
  */
 export type SandboxExitReceipt =
   | { readonly kind: "exited"; readonly code: number }
@@ -124,6 +180,23 @@ export const sandboxExitReceiptSchema: z.ZodType<SandboxExitReceipt> = z.discrim
  * Abandoning an output stream (cancelling it before its end), malformed engine framing, output
  * beyond `maxBufferedOutputBytes` or an elapsed execution deadline stops the whole sandbox;
  * the streams then error with the cause.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxProcess } from "./process.ts";
+ *
+ * async function converse(process: SandboxProcess): Promise<string> {
+ *   const writer = process.stdin.getWriter();
+ *   await writer.write(new TextEncoder().encode("hello\n"));
+ *   await writer.close(); // half-close: the process reads end of file
+ *   const [out] = await Promise.all([
+ *     new Response(process.stdout).text(),
+ *     process.stderr.pipeTo(new WritableStream()),
+ *   ]);
+ *   const receipt = await process.exit;
+ *   return receipt.kind === "exited" ? `${receipt.code}: ${out}` : "stopped";
+ * }
+ * ```
  */
 export interface SandboxProcess {
   /**
@@ -142,6 +215,16 @@ export interface SandboxProcess {
 /**
  * An inert, validated process reservation: nothing runs until {@linkcode start}. A reservation
  * starts at most once; startup never replays an exec.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxProcessReservation } from "./process.ts";
+ *
+ * async function start(reservation: SandboxProcessReservation) {
+ *   console.log(reservation.request.executable);
+ *   return await reservation.start({ signal: AbortSignal.timeout(30_000) });
+ * }
+ * ```
  */
 export interface SandboxProcessReservation {
   /** The normalised request that will run (frozen). */

@@ -18,9 +18,28 @@ import {
   SandboxOutputLimitError,
 } from "../../sandbox/errors.ts";
 
-/** Size of a frame header, in bytes (Docker Engine API attach stream). */
+/**
+ * Size of a frame header, in bytes (Docker Engine API attach stream).
+ *
+ * @example
+ * ```ts
+ * import { FRAME_HEADER_BYTES } from "./demultiplex.ts";
+ *
+ * console.log(FRAME_HEADER_BYTES); // 8
+ * ```
+ */
 export const FRAME_HEADER_BYTES = 8;
-/** Default of {@linkcode DemultiplexOptions.maxFrameBytes}, in bytes: 1 MiB. */
+
+/**
+ * Default of {@linkcode DemultiplexOptions.maxFrameBytes}, in bytes: 1 MiB.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_FRAME_BYTES } from "./demultiplex.ts";
+ *
+ * console.log(DEFAULT_MAX_FRAME_BYTES); // 1048576
+ * ```
+ */
 export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
 
 const STDOUT = 1;
@@ -28,7 +47,20 @@ const STDERR = 2;
 const MAX_UINT32 = 0xffff_ffff;
 const ACTION = "Cannot demultiplex process output";
 
-/** Options of {@linkcode demultiplex}. */
+/**
+ * Options of {@linkcode demultiplex}.
+ *
+ * @example
+ * ```ts
+ * import type { DemultiplexOptions } from "./demultiplex.ts";
+ *
+ * const stop = (reason: unknown) => console.error("stopping the sandbox", reason);
+ * const options: DemultiplexOptions = {
+ *   maxBufferedOutputBytes: 4 * 1024 * 1024,
+ *   onFault: (error) => stop(error),
+ * };
+ * ```
+ */
 export interface DemultiplexOptions {
   /**
    * Bound on output enqueued but not yet read, in bytes, combined over stdout and stderr: an
@@ -56,7 +88,20 @@ export interface DemultiplexOptions {
   readonly onFault: (error: SandboxError) => void;
 }
 
-/** The two output streams of {@linkcode demultiplex} and the end of reading. */
+/**
+ * The two output streams of {@linkcode demultiplex} and the end of reading.
+ *
+ * @example
+ * ```ts
+ * import { demultiplex, type DemultiplexedOutput } from "./demultiplex.ts";
+ *
+ * const output: DemultiplexedOutput = demultiplex(ReadableStream.from<Uint8Array>([]), {
+ *   maxBufferedOutputBytes: 1024,
+ *   onFault: () => {},
+ * });
+ * await output.done; // an empty source ends cleanly
+ * ```
+ */
 export interface DemultiplexedOutput {
   /** Payload bytes of stream type 1, in order. Closes at a clean end; errors on a fault. */
   readonly stdout: ReadableStream<Uint8Array>;
@@ -270,7 +315,7 @@ export function demultiplex(
       }
       const take = Math.min(payloadRemaining, end - offset);
       const channel = target!;
-      if (unread(channel) + take > limit) {
+      if (unread(stdout) + unread(stderr) + take > limit) {
         fault(
           new SandboxOutputLimitError(
             `${ACTION}: unread stdout and stderr would exceed ${limit} bytes`,
