@@ -13,7 +13,7 @@ import {
   SandboxAbandonedOutputError,
   SandboxConfigurationError,
   SandboxEngineError,
-  type SandboxError,
+  SandboxError,
   SandboxFramingError,
   SandboxOutputLimitError,
 } from "../../sandbox/errors.ts";
@@ -152,7 +152,7 @@ function checkedInteger(value: unknown, minimum: number, maximum: number, field:
  * reserved bytes, a declared length above `maxFrameBytes`, a non-`Uint8Array` chunk, or an end
  * inside a header or payload (`SandboxFramingError`); a consumer cancelling stdout or stderr
  * before the clean end (`SandboxAbandonedOutputError`: unread output cannot be dropped
- * silently, so the caller stops the sandbox); the source erroring (`SandboxEngineError`).
+ * silently, so the caller stops the sandbox); the source erroring (its own error when it is a `SandboxError`, else `SandboxEngineError`).
  * Zero-length frames are accepted and produce no chunk. After a clean end, cancelling a stream
  * only discards its unread bytes.
  *
@@ -361,7 +361,9 @@ export function demultiplex(
       try {
         result = await reader.read();
       } catch (cause) {
-        fault(new SandboxEngineError(`${ACTION}: the attach stream failed`, { cause }));
+        // A source that fails with a sandbox error (say, the sandbox's stop cause) reports
+        // that error itself; anything else is an Engine failure.
+        fault(cause instanceof SandboxError ? cause : new SandboxEngineError(`${ACTION}: the attach stream failed`, { cause }));
         return;
       }
       if (state !== "running") return;

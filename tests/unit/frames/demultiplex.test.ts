@@ -447,3 +447,16 @@ test("demultiplex rejects invalid options", () => {
     assert.equal(source.locked, false, "the source is untouched on invalid options");
   }
 });
+
+test("demultiplex passes a source's own SandboxError through as the fault", async () => {
+  const { SandboxDeadlineError } = await import("../../../lib/sandbox/errors.ts");
+  const cause = new SandboxDeadlineError("Cannot continue process: deadline");
+  const faults: unknown[] = [];
+  const output = demultiplex(new ReadableStream({ pull(controller) { controller.error(cause); } }), {
+    maxBufferedOutputBytes: 1024,
+    onFault: (error) => faults.push(error),
+  });
+  await assert.rejects(output.done, (error) => error === cause);
+  await assert.rejects(new Response(output.stdout).text(), (error) => error === cause);
+  assert.deepEqual(faults, [cause]);
+});
