@@ -65,12 +65,13 @@ export {
   type DockerEngineMethod,
   type DockerEngineQuery,
   type DockerEngineReply,
+  type ReplySchema,
   type DockerEngineRequestOptions,
   type DockerEngineStreamOptions,
 } from "./lib/engine/client.ts";
 export { DockerEngineError, type DockerEngineErrorCode, type DockerEngineErrorOptions } from "./lib/engine/errors.ts";
 export { MAX_SOCKET_PATH_BYTES, parseEngineEndpoint } from "./lib/engine/endpoint.ts";
 export { MAX_API_VERSION, MIN_API_VERSION, negotiateApiVersion } from "./lib/engine/api_version.ts";
-export { type EngineInfo, engineInfoSchema, type EngineVersion, engineVersionSchema } from "./lib/engine/system.ts";
+export type { EngineInfo, EngineVersion } from "./lib/engine/system.ts";
 export * from "./lib/engine/http/mod.ts";
 export * from "./lib/tar/mod.ts";

@@ -6,7 +6,13 @@
  */
 
 /** Label keys on every resource this backend creates. */
-export const LABELS = Object.freeze({
+export const LABELS: {
+  readonly owner: string;
+  readonly namespace: string;
+  readonly reservation: string;
+  readonly role: string;
+  readonly revision: string;
+} = Object.freeze({
   /** Always `"agentcell"`: marks a resource of this library. */
   owner: "dev.agentcell.owner",
   /** The backend namespace. */

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { SandboxError, SandboxDeadlineError, SandboxStoppedError } from "../sandbox/errors.ts";
+import { type SandboxError, SandboxDeadlineError, SandboxStoppedError } from "../sandbox/errors.ts";
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
 import type {
   NormalizedSandboxProcessRequest,

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Sandbox, SandboxState } from "../sandbox/backend.ts";
-import { SandboxError, SandboxStateError, SandboxStoppedError } from "../sandbox/errors.ts";
+import { type SandboxError, SandboxStateError, SandboxStoppedError } from "../sandbox/errors.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 import { normalizeProcessRequest, type SandboxProcessRequest, type SandboxProcessReservation } from "../sandbox/process.ts";
 import type { DockerEngine } from "../engine/client.ts";

@@ -5,7 +5,6 @@
  *
  * @module
  */
-import type { z } from "zod";
 import { negotiateApiVersion } from "./api_version.ts";
 import { parseEngineEndpoint } from "./endpoint.ts";
 import { codeForStatus, DockerEngineError } from "./errors.ts";
@@ -26,16 +25,27 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 /** Bytes of an unexpected reply kept to build an error message. */
 const ERROR_BODY_BYTES = 16 * 1024;
 
+/**
+ * A validator of JSON replies: anything with zod's `safeParse` shape (every zod schema is
+ * one). Kept structural so the public API does not depend on zod's types.
+ */
+export interface ReplySchema<Value> {
+  /** Validate `value`; on success `data` is the typed value. */
+  safeParse(value: unknown):
+    | { readonly success: true; readonly data: Value }
+    | { readonly success: false; readonly error: { readonly issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[] } };
+}
+
 /** Options of {@linkcode DockerEngine.request}. */
-export interface DockerEngineRequestOptions<Schema extends z.ZodType = z.ZodType> {
+export interface DockerEngineRequestOptions<Value = unknown> {
   /** What the caller is doing, for error messages ("inspect container"). @default "<METHOD> <path>" */
   readonly action?: string;
   /** Query parameters. */
   readonly query?: DockerEngineQuery;
   /** JSON request body (serialised with `JSON.stringify`). */
   readonly json?: unknown;
-  /** Schema of a JSON reply; without it the reply body is ignored. */
-  readonly schema?: Schema;
+  /** Schema of a JSON reply (a zod schema, say); without it the reply body is ignored. */
+  readonly schema?: ReplySchema<Value>;
   /** Statuses that count as success. @default [200, 201, 204] */
   readonly expect?: readonly number[];
   /** Whole deadline, milliseconds (1 … 2^31−1). @default 30000 */
@@ -102,6 +112,8 @@ export class DockerEngine {
   #negotiated: Promise<string> | undefined;
 
   /**
+   * Create a client; inert (no I/O).
+   *
    * @param endpoint `unix:///absolute/path.sock`
    * @throws {DockerEngineError} code `invalid_endpoint` for anything else
    */
@@ -154,7 +166,7 @@ export class DockerEngine {
     return this.#negotiated;
   }
 
-  /** `GET /info`, validated (see {@linkcode engineInfoSchema}). */
+  /** `GET /info`, validated (the fields of {@linkcode EngineInfo}). */
   async info(options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<EngineInfo> {
     const reply = await this.request("GET", "/info", { ...options, schema: engineInfoSchema, action: "read Engine info" });
     return reply.value as EngineInfo;
@@ -172,12 +184,12 @@ export class DockerEngine {
    * @throws {DockerEngineError} for an unexpected status or a reply failing its schema
    * @throws {DockerEngineTransportError} on transport faults
    */
-  async request<Schema extends z.ZodType = z.ZodType<undefined>>(
+  async request<Value = undefined>(
     method: DockerEngineMethod,
     path: string,
-    options: DockerEngineRequestOptions<Schema> = {},
-  ): Promise<DockerEngineReply<z.infer<Schema>>> {
-    return await this.#send(method, path, options, true) as DockerEngineReply<z.infer<Schema>>;
+    options: DockerEngineRequestOptions<Value> = {},
+  ): Promise<DockerEngineReply<Value>> {
+    return await this.#send(method, path, options as DockerEngineRequestOptions, true) as DockerEngineReply<Value>;
   }
 
   /**
@@ -243,7 +255,7 @@ export class DockerEngine {
   async #send(
     method: DockerEngineMethod,
     path: string,
-    options: DockerEngineRequestOptions,
+    options: DockerEngineRequestOptions<unknown>,
     versioned: boolean,
   ): Promise<DockerEngineReply<unknown>> {
     const version = versioned ? await this.apiVersion({ signal: options.signal, timeoutMs: options.timeoutMs }) : undefined;

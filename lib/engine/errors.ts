@@ -51,6 +51,8 @@ export class DockerEngineError extends Error {
   readonly engineMessage: string | undefined;
 
   /**
+   * Create the error.
+   *
    * @param code stable code
    * @param message "Cannot <action>: <reason>"
    * @param options status, Engine message and cause

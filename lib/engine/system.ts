@@ -7,8 +7,64 @@
  */
 import { z } from "zod";
 
-/** Schema of the `GET /version` reply (fields this project reads). */
-export const engineVersionSchema = z.looseObject({
+/** The `GET /version` reply: the fields this project reads (others pass through). */
+export interface EngineVersion {
+  /** Engine version, e.g. `28.5.2`. */
+  readonly Version: string;
+  /** Highest API version the daemon speaks, e.g. `1.51`. */
+  readonly ApiVersion: string;
+  /** Lowest API version the daemon accepts. */
+  readonly MinAPIVersion?: string;
+  /** Daemon OS (`linux`). */
+  readonly Os: string;
+  /** Daemon architecture in Go terms (`amd64`, `arm64`). */
+  readonly Arch: string;
+  /** Kernel version. */
+  readonly KernelVersion?: string;
+}
+
+/** The `GET /info` reply: the fields admission reads (others pass through). */
+export interface EngineInfo {
+  /** Daemon ID. */
+  readonly ID?: string;
+  /** Host name of the daemon. */
+  readonly Name?: string;
+  /** Engine version. */
+  readonly ServerVersion: string;
+  /** Host OS description; `Docker Desktop` on Docker Desktop. */
+  readonly OperatingSystem: string;
+  /** `linux` for Linux containers. */
+  readonly OSType: string;
+  /** Kernel architecture (`x86_64`, `aarch64`). */
+  readonly Architecture: string;
+  /** Storage driver. */
+  readonly Driver: string;
+  /** Storage driver details. */
+  readonly DriverStatus?: readonly (readonly string[])[] | null;
+  /** `cgroupfs`, `systemd` or `none`. */
+  readonly CgroupDriver: string;
+  /** `1` or `2`. */
+  readonly CgroupVersion: string;
+  /** Memory limit support. */
+  readonly MemoryLimit: boolean;
+  /** Swap limit support. */
+  readonly SwapLimit: boolean;
+  /** PID limit support. */
+  readonly PidsLimit: boolean;
+  /** CFS period support. */
+  readonly CpuCfsPeriod: boolean;
+  /** CFS quota support. */
+  readonly CpuCfsQuota: boolean;
+  /** Security options, e.g. `name=seccomp,profile=builtin`, `name=rootless`. */
+  readonly SecurityOptions: readonly string[] | null;
+  /** Data root. */
+  readonly DockerRootDir?: string;
+  /** Daemon warnings. */
+  readonly Warnings?: readonly string[] | null;
+}
+
+/** Schema of the `GET /version` reply. */
+export const engineVersionSchema: z.ZodType<EngineVersion> = z.looseObject({
   Version: z.string().max(256),
   ApiVersion: z.string().max(32),
   MinAPIVersion: z.string().max(32).optional(),
@@ -17,11 +73,8 @@ export const engineVersionSchema = z.looseObject({
   KernelVersion: z.string().max(256).optional(),
 });
 
-/** The validated `GET /version` reply. */
-export type EngineVersion = z.infer<typeof engineVersionSchema>;
-
-/** Schema of the `GET /info` reply (fields this project reads for admission). */
-export const engineInfoSchema = z.looseObject({
+/** Schema of the `GET /info` reply. */
+export const engineInfoSchema: z.ZodType<EngineInfo> = z.looseObject({
   ID: z.string().max(256).optional(),
   Name: z.string().max(256).optional(),
   ServerVersion: z.string().max(256),
@@ -41,6 +94,3 @@ export const engineInfoSchema = z.looseObject({
   DockerRootDir: z.string().max(4096).optional(),
   Warnings: z.array(z.string()).nullable().optional(),
 });
-
-/** The validated `GET /info` reply. */
-export type EngineInfo = z.infer<typeof engineInfoSchema>;

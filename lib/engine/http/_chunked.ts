@@ -27,7 +27,11 @@ export class ChunkedDecoder implements BodyDecoder {
   /** Data bytes left in the current chunk; `-1` between chunks; `-2` after the end. */
   #remaining = -1;
 
-  /** @param reader The connection's bytes, positioned at the first chunk-size line. */
+  /**
+   * Decodes from `reader`.
+   *
+   * @param reader The connection's bytes, positioned at the first chunk-size line.
+   */
   constructor(reader: ByteReader) {
     this.#reader = reader;
   }

@@ -33,7 +33,11 @@ export class ExchangeGuard {
   #failure: DockerEngineTransportError | undefined;
   #released = false;
 
-  /** @param signal The caller's signal; aborting it fails the exchange with `aborted`. */
+  /**
+   * Starts guarding; an already aborted `signal` fails the exchange at once.
+   *
+   * @param signal The caller's signal; aborting it fails the exchange with `aborted`.
+   */
   constructor(signal: AbortSignal | undefined) {
     this.#callerSignal = signal;
     if (signal?.aborted) this.#onCallerAbort();

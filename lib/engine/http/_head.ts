@@ -24,6 +24,8 @@ export interface ResponseHead {
   readonly reason: string;
   /** Header fields in arrival order (duplicates joined by Web `Headers`). */
   readonly headers: Headers;
+  /** Bytes the head took on the wire, its blank line included. */
+  readonly byteLength: number;
 }
 
 const STATUS_LINE = /^HTTP\/1\.1 ([1-5][0-9]{2})(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
@@ -54,38 +56,41 @@ function latin1(bytes: Uint8Array): string {
  * Reads and parses one response head (status line, header fields, blank line).
  *
  * @param reader The connection's bytes, positioned at the head.
- * @param maxBytes Most bytes the head may take, its blank line included.
+ * @param budget Most bytes the head may take, its blank line included.
+ * @param limit The bound to name when `budget` is exceeded (heads of interim 1xx answers
+ * share one bound with the final head).
  * @returns The head; the reader is left at the first body byte.
- * @throws {DockerEngineTransportError} `response_limit` past `maxBytes`;
+ * @throws {DockerEngineTransportError} `response_limit` past `budget`;
  * `invalid_response` for a malformed or truncated head; `connection` when the Engine
  * closed the connection before sending anything.
  */
 export async function readResponseHead(
   reader: ByteReader,
-  maxBytes: number,
+  budget: number,
+  limit: number,
 ): Promise<ResponseHead> {
   const what = "response head";
-  let budget = maxBytes;
-  const statusLine = await reader.readLine(budget, what, maxBytes);
+  let left = budget;
+  const statusLine = await reader.readLine(left, what, limit);
   if (statusLine === null) {
     throw new DockerEngineTransportError(
       "connection",
       "Cannot read the response head: the Engine closed the connection without answering",
     );
   }
-  budget -= statusLine.byteLength + 2;
+  left -= statusLine.byteLength + 2;
   const match = STATUS_LINE.exec(latin1(statusLine));
   if (match === null) throw invalid("response head: the status line is not `HTTP/1.1 NNN reason`");
   const headers = new Headers();
   for (;;) {
-    const line = await reader.readLine(budget, what, maxBytes);
+    const line = await reader.readLine(left, what, limit);
     if (line === null) throw invalid("response head: the connection ended before its blank line");
-    budget -= line.byteLength + 2;
+    left -= line.byteLength + 2;
     if (line.byteLength === 0) break;
     const [name, value] = parseFieldLine(line, what);
     headers.append(name, value);
   }
-  return { status: Number(match[1]), reason: match[2] ?? "", headers };
+  return { status: Number(match[1]), reason: match[2] ?? "", headers, byteLength: budget - left };
 }
 
 /**

@@ -13,23 +13,45 @@ import { encodeRequestHead, RequestUpload } from "./_request.ts";
 
 /** A connection whose final response head has been read. */
 export interface OpenedExchange {
+  /** The connection, owned by the exchange's guard. */
   readonly connection: SocketConnection;
-  /** Positioned at the first byte after the head. */
+  /** The connection's bytes, positioned at the first byte after the head. */
   readonly reader: ByteReader;
+  /** The final head (not 1xx, except 101). */
   readonly head: ResponseHead;
   /** The request upload, possibly still running. */
   readonly upload: RequestUpload;
 }
 
 /**
+ * Runs the connector, giving up as soon as `signal` aborts even if the connector does
+ * not honour it; a connection that arrives after that is aborted.
+ */
+function connect(request: ParsedRequest, signal: AbortSignal): Promise<SocketConnection> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    request.connector(request.socketPath, { signal }).then((connection) => {
+      signal.removeEventListener("abort", onAbort);
+      if (signal.aborted) connection.abort(signal.reason);
+      else resolve(connection);
+    }, (error: unknown) => {
+      signal.removeEventListener("abort", onAbort);
+      reject(error);
+    });
+  });
+}
+
+/**
  * Connects, sends the request and reads the final head (skipping 1xx interim answers
- * other than 101). The header deadline starts when the request is fully sent and stops
+ * other than 101; all heads together stay within `maxHeadBytes`). The header deadline starts when the request is fully sent and stops
  * when the head is parsed.
  *
  * @param request The validated request.
  * @param guard The exchange's guard; it adopts the connection.
  * @param upgrade Whether to ask for `Connection: Upgrade` / `Upgrade: tcp`.
- * @param maxHeadBytes Most bytes each head may take.
+ * @param maxHeadBytes Most bytes the heads may take.
  * @returns The connection, its reader, the head and the upload.
  * @throws {DockerEngineTransportError} Whatever failed first; the caller passes it to
  * `guard.failWith`.
@@ -45,10 +67,9 @@ export async function openExchange(
     request.connectTimeoutMs,
     `Cannot connect to ${request.socketPath}: no connection within ${request.connectTimeoutMs} ms`,
   );
-  const connection = await request.connector(request.socketPath, { signal: guard.signal });
+  const connection = await connect(request, guard.signal);
   guard.clearDeadline("connect");
   guard.adopt(connection);
-  if (guard.failure !== undefined) throw guard.failure;
   const reader = new ByteReader(connection.readable);
   const upload = new RequestUpload(
     connection.writable,
@@ -66,8 +87,10 @@ export async function openExchange(
     );
   });
   let head: ResponseHead;
+  let budget = maxHeadBytes;
   do {
-    head = await readResponseHead(reader, maxHeadBytes);
+    head = await readResponseHead(reader, budget, maxHeadBytes);
+    budget -= head.byteLength;
   } while (head.status < 200 && head.status !== 101);
   headRead = true;
   guard.clearDeadline("header");

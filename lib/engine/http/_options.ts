@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { connectUnixSocket } from "../socket/connect.ts";
 import type { UnixConnector } from "../socket/types.ts";
+import type { EngineExchangeOptions, EngineMethod } from "./exchange.ts";
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_HEADER_TIMEOUT_MS,
@@ -18,9 +19,6 @@ import {
   socketPathSchema,
   timerMsSchema,
 } from "./validate.ts";
-
-/** An HTTP method the Engine API uses. */
-export type EngineMethod = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
 
 const ENGINE_METHODS: readonly [EngineMethod, ...EngineMethod[]] = [
   "GET",
@@ -70,8 +68,9 @@ const requestSchema = z.object({
   headerTimeoutMs: timerMsSchema.optional(),
   timeoutMs: timerMsSchema.optional(),
   maxBodyBytes: byteLimitSchema.optional(),
-  chunkBytes: z.number().refine(
-    (bytes) => Number.isSafeInteger(bytes) && bytes >= 1 && bytes <= MAX_CHUNK_BYTES,
+  chunkBytes: z.custom<number>(
+    (bytes) =>
+      Number.isSafeInteger(bytes) && (bytes as number) >= 1 && (bytes as number) <= MAX_CHUNK_BYTES,
     { error: `must be a safe integer from 1 to ${MAX_CHUNK_BYTES} (bytes)` },
   ).optional(),
   signal: z.instanceof(AbortSignal).optional(),
@@ -83,39 +82,13 @@ const requestSchema = z.object({
   path: ["method"],
 });
 
-/** The caller's options every exchange takes (see `EngineExchangeOptions`). */
-export interface RequestInput {
-  readonly socketPath: string;
-  readonly method: EngineMethod;
-  readonly target: string;
-  readonly headers?: Readonly<Record<string, string>>;
-  readonly body?: Uint8Array | ReadableStream<Uint8Array>;
-  readonly contentType?: string;
-  readonly connectTimeoutMs?: number;
-  readonly headerTimeoutMs?: number;
-  readonly timeoutMs?: number;
-  readonly maxBodyBytes?: number;
-  readonly chunkBytes?: number;
-  readonly signal?: AbortSignal;
-  readonly connector?: UnixConnector;
-}
+/** Options whose defaults `parseRequest` applies. */
+export type Defaulted = "connectTimeoutMs" | "headerTimeoutMs" | "maxBodyBytes" | "chunkBytes" | "connector";
 
-/** Validated options with their defaults applied. */
-export interface ParsedRequest {
-  readonly socketPath: string;
-  readonly method: EngineMethod;
-  readonly target: string;
-  readonly headers: Readonly<Record<string, string>> | undefined;
-  readonly body: Uint8Array | ReadableStream<Uint8Array> | undefined;
-  readonly contentType: string | undefined;
-  readonly connectTimeoutMs: number;
-  readonly headerTimeoutMs: number;
-  readonly timeoutMs: number | undefined;
-  readonly maxBodyBytes: number;
-  readonly chunkBytes: number;
-  readonly signal: AbortSignal | undefined;
-  readonly connector: UnixConnector;
-}
+/** Validated exchange options with their defaults applied. */
+export type ParsedRequest =
+  & Omit<EngineExchangeOptions, Defaulted>
+  & Readonly<Required<Pick<EngineExchangeOptions, Defaulted>>>;
 
 /**
  * Validates an exchange's options and applies the defaults.
@@ -124,21 +97,14 @@ export interface ParsedRequest {
  * @returns The options with defaults.
  * @throws {TypeError} When an option is invalid; the message names it.
  */
-export function parseRequest(input: RequestInput): ParsedRequest {
+export function parseRequest(input: EngineExchangeOptions): ParsedRequest {
   parseInput(requestSchema, input, "send the Engine request");
   return {
-    socketPath: input.socketPath,
-    method: input.method,
-    target: input.target,
-    headers: input.headers,
-    body: input.body,
-    contentType: input.contentType,
+    ...input,
     connectTimeoutMs: input.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     headerTimeoutMs: input.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
-    timeoutMs: input.timeoutMs,
     maxBodyBytes: input.maxBodyBytes ?? Number.MAX_SAFE_INTEGER,
     chunkBytes: input.chunkBytes ?? MAX_CHUNK_BYTES,
-    signal: input.signal,
     connector: input.connector ?? connectUnixSocket,
   };
 }

@@ -14,13 +14,18 @@ const LAST_CHUNK = encoder.encode("0\r\n\r\n");
 
 /** What the request head says, all of it validated before. */
 export interface RequestHeadFields {
+  /** Request method. */
   readonly method: string;
+  /** Origin-form target. */
   readonly target: string;
   /** `Connection: Upgrade` + `Upgrade: tcp` instead of `Connection: close`. */
   readonly upgrade: boolean;
-  readonly contentType: string | undefined;
-  readonly headers: Readonly<Record<string, string>> | undefined;
-  readonly body: Uint8Array | ReadableStream<Uint8Array> | undefined;
+  /** `Content-Type`, if any. */
+  readonly contentType?: string;
+  /** Extra header fields. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The body: its kind and length decide `Content-Length` or `Transfer-Encoding`. */
+  readonly body?: Uint8Array | ReadableStream<Uint8Array>;
 }
 
 /**
@@ -154,6 +159,7 @@ export class RequestUpload {
             throw new TypeError("a request body chunk is not a Uint8Array");
           }
         } catch (error) {
+          if (this.#stopped) return false;
           guard.fail(
             new DockerEngineTransportError(
               "aborted",

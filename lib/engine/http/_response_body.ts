@@ -30,6 +30,8 @@ export class ResponseBody {
   #bytes = 0;
 
   /**
+   * Creates the body stream; it reads nothing until the consumer pulls.
+   *
    * @param opened The connection, positioned at the first body byte.
    * @param decoder The body decoder for the response's framing.
    * @param guard The exchange's guard; its failures error the stream.

@@ -8,12 +8,13 @@ import { bodyDecoder } from "./_body_decoder.ts";
 import { responseFraming } from "./_framing.ts";
 import { ExchangeGuard } from "./_guard.ts";
 import { openExchange } from "./_open.ts";
-import { type EngineMethod, parseRequest } from "./_options.ts";
+import { parseRequest } from "./_options.ts";
 import { ResponseBody } from "./_response_body.ts";
 import { DockerEngineTransportError } from "./errors.ts";
 import { MAX_RESPONSE_HEAD_BYTES } from "./limits.ts";
 
-export type { EngineMethod } from "./_options.ts";
+/** An HTTP method the Engine API uses. */
+export type EngineMethod = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
 
 /** Options of {@linkcode exchange}. */
 export interface EngineExchangeOptions {

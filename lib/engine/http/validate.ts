@@ -14,9 +14,9 @@ import { MAX_TARGET_LENGTH, MAX_TIMER_MS } from "./limits.ts";
  * controls), no `\` and no `#`, at most {@linkcode MAX_TARGET_LENGTH} characters.
  * Callers percent-encode path segments and query values before.
  */
-export const engineTargetSchema: z.ZodType<string> = z.string().refine(
+export const engineTargetSchema: z.ZodType<string> = z.custom<string>(
   (target) =>
-    target.length <= MAX_TARGET_LENGTH && target.startsWith("/") &&
+    typeof target === "string" && target.length <= MAX_TARGET_LENGTH && target.startsWith("/") &&
     !target.startsWith("//") && /^[\x21-\x7e]+$/u.test(target) && !/[\\#]/u.test(target),
   {
     error:
@@ -25,21 +25,23 @@ export const engineTargetSchema: z.ZodType<string> = z.string().refine(
 );
 
 /** A timer duration in milliseconds: a safe integer from 1 to 2^31 − 1. */
-export const timerMsSchema: z.ZodType<number> = z.number().refine(
-  (ms) => Number.isSafeInteger(ms) && ms >= 1 && ms <= MAX_TIMER_MS,
+export const timerMsSchema: z.ZodType<number> = z.custom<number>(
+  (ms) => Number.isSafeInteger(ms) && (ms as number) >= 1 && (ms as number) <= MAX_TIMER_MS,
   { error: `must be a safe integer from 1 to ${MAX_TIMER_MS} (milliseconds)` },
 );
 
 /** A byte limit: a non-negative safe integer. */
-export const byteLimitSchema: z.ZodType<number> = z.number().refine(
-  (bytes) => Number.isSafeInteger(bytes) && bytes >= 0,
+export const byteLimitSchema: z.ZodType<number> = z.custom<number>(
+  (bytes) => Number.isSafeInteger(bytes) && (bytes as number) >= 0,
   { error: "must be a non-negative safe integer (bytes)" },
 );
 
 /** An absolute Unix socket path without control characters. */
-export const socketPathSchema: z.ZodType<string> = z.string().refine(
-  // deno-lint-ignore no-control-regex
-  (path) => path.startsWith("/") && !/[\u0000-\u001f\u007f]/u.test(path),
+export const socketPathSchema: z.ZodType<string> = z.custom<string>(
+  (path) =>
+    typeof path === "string" && path.startsWith("/") &&
+    // deno-lint-ignore no-control-regex
+    !/[\u0000-\u001f\u007f]/u.test(path),
   { error: "must be an absolute Unix socket path without control characters" },
 );
 

@@ -108,8 +108,13 @@ function nodeSocket(socket: Socket): RawSocket {
     shutdown() {
       return new Promise((resolve, reject) => {
         if (failure !== undefined) return reject(failure);
-        if (socket.writableFinished) return resolve();
-        socket.end(() => resolve());
+        if (closed) return reject(new Error("socket is closed"));
+        const onClose = () => reject(failure ?? new Error("socket is closed"));
+        socket.once("close", onClose);
+        socket.end(() => {
+          socket.off("close", onClose);
+          resolve();
+        });
       });
     },
     destroy() {
