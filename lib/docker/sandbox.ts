@@ -8,15 +8,30 @@ import type { Sandbox, SandboxState } from "../sandbox/backend.ts";
 import { type SandboxError, SandboxStateError, SandboxStoppedError } from "../sandbox/errors.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 import { normalizeProcessRequest, type SandboxProcessRequest, type SandboxProcessReservation } from "../sandbox/process.ts";
+import {
+  markPartialImport,
+  type SandboxExportEntry,
+  type SandboxExportOptions,
+  type SandboxExportSelection,
+  type SandboxFileTransfers,
+  type SandboxImportEntry,
+  type SandboxImportOptions,
+  type SandboxTransferReceipt,
+} from "../sandbox/transfer.ts";
+import { normalizeTransferOptions, parseExportSelection } from "../sandbox/_transfer_input.ts";
 import type { DockerEngine } from "../engine/client.ts";
 import { removeContainer } from "../engine/containers.ts";
 import { removeNetwork } from "../engine/networks.ts";
 import { removeVolume } from "../engine/volumes.ts";
-import type { AcquiredSandbox } from "./acquire.ts";
+import { type AcquiredSandbox, backendRevision } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
-import type { SandboxResourceNames } from "./names.ts";
+import { resourceLabels, type SandboxResourceNames } from "./names.ts";
 import { DockerProcessReservation } from "./process.ts";
 import { asSandboxError } from "./_engine_errors.ts";
+import { type AccessorContext, createAccessor, findAccessor, verifyAccessor } from "./files/accessor.ts";
+import { openExport } from "./files/export_tree.ts";
+import { importTreeInto } from "./files/import_tree.ts";
+import { TransferGuard } from "./files/_transfer_guard.ts";
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
 export interface DockerSandboxResources {
@@ -54,8 +69,10 @@ export interface SandboxHost {
  *   a partial failure; "already gone" (404) counts as done. No prune, label scan or name
  *   fallback.
  * - `await using sandbox = await reservation.start()` destroys at scope exit.
+ * - `importTree()` writes files before the process is reserved; `exportTree()` reads them
+ *   after `stop()` through a never-started read-only accessor container.
  */
-export class DockerSandbox implements Sandbox {
+export class DockerSandbox implements Sandbox, SandboxFileTransfers {
   /** Reservation ID. */
   readonly id: string;
   readonly #engine: DockerEngine;
@@ -70,6 +87,12 @@ export class DockerSandbox implements Sandbox {
   #computeRemoved: { promise: Promise<void>; resolve: () => void };
   #processTaken = false;
   #accessorId: string | undefined;
+  /** The accessor being created and checked (shared by concurrent exports). */
+  #accessorTask: Promise<string> | undefined;
+  /** An import is running (the process cannot be reserved meanwhile). */
+  #importing = false;
+  /** Aborted once `destroy()` was called: exports end and no new one starts. */
+  #destroying = new AbortController();
   #removed = { keeper: false, network: false, volume: false, accessor: false };
   #destroyTask: Promise<void> | undefined;
 
@@ -132,8 +155,170 @@ export class DockerSandbox implements Sandbox {
       throw this.#stopCause ?? new SandboxStoppedError("Cannot reserve process: the sandbox is stopped");
     }
     if (this.#processTaken) throw new SandboxStateError("Cannot reserve process: this sandbox already reserved its one process");
+    if (this.#importing) throw new SandboxStateError("Cannot reserve process: an import is still running");
     this.#processTaken = true;
     return new DockerProcessReservation(normalized, this.#host());
+  }
+
+  /**
+   * Write a tree of regular files and directories into `/workspace/work`, before the
+   * process is reserved. Entry paths are relative to `/workspace/work` (the process's
+   * working directory); they are streamed as a tar through
+   * `PUT /containers/{keeperId}/archive?path=/workspace/work` and written as the sandbox
+   * user (uid/gid are set here, never taken from the caller). Only regular files and
+   * directories leave the writer. A missing parent directory is sent before its first
+   * descendant (mode 0755). A later entry with the same path replaces an earlier file.
+   *
+   * Not atomic: the Engine writes each entry as it arrives, so after a failure the first
+   * `partialImport.entriesSent` entries may be there (the last possibly truncated and
+   * root-owned) and no later one is; every rejection carries that record (see
+   * `partialImportOf`). Destroy the sandbox to start over.
+   *
+   * Quotas are checked per entry from its declared size before it is sent; the receipt and
+   * `onProgress` count entries (files and directories, added parents included) and content
+   * bytes as numbers.
+   *
+   * @param source Entries in order (see {@linkcode SandboxImportEntry}).
+   * @param options `deadlineAt`, `quota`, `signal`, `onProgress` (all optional, no default bound).
+   * @returns `{ files, bytes }` written.
+   * @throws {SandboxStateError} `invalid_state`: not running, the process was already
+   *   reserved, or another import runs
+   * @throws {SandboxConfigurationError} `configuration`: invalid options or entry (the
+   *   message names `entry[i]` and the field), or a writer rejection
+   * @throws {SandboxUnsupportedError} `unsupported`: a file above 8 GiB − 1
+   * @throws {SandboxQuotaError} `quota`: an entry would exceed `quota.files` or `quota.bytes`
+   * @throws {SandboxDeadlineError} `deadline`: `deadlineAt` passed
+   * @throws {SandboxAbortedError} `aborted`: `signal` aborted, the source or a body
+   *   failed, or `onProgress` threw (`cause` says which)
+   * @throws {SandboxStoppedError} `stopped`: the sandbox stopped meanwhile (or its stop cause)
+   * @throws {SandboxEngineError} `engine`: the Engine refused or failed
+   *
+   * @example
+   * ```ts ignore
+   * const bytes = new TextEncoder().encode("print('hi')\n");
+   * const receipt = await sandbox.importTree([
+   *   { path: "src", type: "directory", mode: 0o755, size: 0 },
+   *   { path: "src/main.py", type: "file", mode: 0o644, size: bytes.length, body: new Blob([bytes]).stream() },
+   * ], { quota: { bytes: 1024 ** 2 }, deadlineAt: Date.now() + 30_000 });
+   * console.log(receipt); // { files: 2, bytes: 12 }
+   * ```
+   */
+  async importTree(
+    source: AsyncIterable<SandboxImportEntry> | Iterable<SandboxImportEntry>,
+    options: SandboxImportOptions = {},
+  ): Promise<SandboxTransferReceipt> {
+    const refuse = (reason: string) =>
+      markPartialImport(new SandboxStateError(`Cannot import files: ${reason}`), { entriesSent: 0, bytesSent: 0, lastPathSent: undefined });
+    if (this.#state !== "running") throw refuse(`the sandbox is ${this.#state}`);
+    if (this.#processTaken) throw refuse("the process was already reserved; imports come before it");
+    if (this.#importing) throw refuse("another import is running");
+    this.#importing = true;
+    try {
+      return await importTreeInto({
+        engine: this.#engine,
+        keeperId: this.#acquired.keeperId,
+        user: this.#settings.user,
+        stopping: this.#stopping.signal,
+      }, source, options);
+    } finally {
+      this.#importing = false;
+    }
+  }
+
+  /**
+   * Stream a selection of the workspace after compute stopped (`state === "stopped"`),
+   * through a never-started accessor container of this sandbox's volume (created on the
+   * first export, recorded in the recovery log first, reused, removed by `destroy()`).
+   *
+   * Selection paths are relative to `/workspace` (the process writes `work/…`):
+   * `{ kind: "workspace" }` streams all of it, `{ kind: "file", path }` one regular file
+   * (a hard link to it counts as one), `{ kind: "subtree", path }` one real directory and
+   * its descendants. Every ancestor is checked with `HEAD` first and must be a real
+   * directory; only the selected path is fetched.
+   *
+   * The returned stream yields entries with workspace-relative paths; everything it hands
+   * out is provisional until it closes without error. Archive failures (a symlink, hard
+   * link, device or FIFO in a subtree, a file above 8 GiB − 1, a bad archive) and the
+   * options' deadline, quota and signal arrive as the stream's error. Cancel the stream to
+   * stop early (that closes the connection and removes spill files).
+   *
+   * @param selection What to export (see {@linkcode SandboxExportSelection}).
+   * @param options `deadlineAt`, `quota`, `signal`, `onProgress`, `maxInMemoryPaths`
+   *   (default 65,536; past it path checks spill to the backend's `spillDirectory`).
+   * @returns The entry stream (high-water mark 0).
+   * @throws {SandboxStateError} `invalid_state`: compute is running, compute removal did not
+   *   complete, or the sandbox is destroyed (or being destroyed)
+   * @throws {SandboxConfigurationError} `configuration`: invalid selection or options; the
+   *   selected path or an ancestor is missing, a symlink or of the wrong type
+   * @throws {SandboxDeadlineError} / {SandboxAbortedError} / {SandboxEngineError} before the
+   *   archive starts; the same and {SandboxQuotaError}, {SandboxUnsupportedError} as stream errors
+   *
+   * @example
+   * ```ts ignore
+   * await sandbox.stop();
+   * const entries = await sandbox.exportTree({ kind: "subtree", path: "work/artifacts" });
+   * for await (const entry of entries) {
+   *   console.log(entry.type, entry.path, entry.size);
+   *   await entry.body.cancel();
+   * }
+   * ```
+   */
+  async exportTree(selection: SandboxExportSelection, options: SandboxExportOptions = {}): Promise<ReadableStream<SandboxExportEntry>> {
+    const action = "export files";
+    const target = parseExportSelection(selection, action);
+    const parsed = normalizeTransferOptions(options, action, true);
+    const refuse = (reason: string) => new SandboxStateError(`Cannot ${action}: ${reason}`);
+    if (this.#state === "running") throw refuse("compute is running; call stop() first");
+    if (this.#state === "destroyed" || this.#destroying.signal.aborted) throw refuse("the sandbox is destroyed");
+    if (!this.#removed.keeper) {
+      await this.#stopTask?.catch(() => {});
+      if (!this.#removed.keeper) throw refuse("compute removal did not complete; call stop() again");
+    }
+    const guard = new TransferGuard(action, parsed, [this.#destroying.signal]);
+    try {
+      guard.check();
+      const accessorId = await untilFailed(this.#accessor(), guard);
+      return await openExport({
+        engine: this.#engine,
+        accessorId,
+        spillDirectory: this.#settings.spillDirectory,
+        timeoutMs: this.#policy.deadlines.startupMs,
+      }, target, parsed, guard);
+    } catch (error) {
+      guard.dispose();
+      throw guard.settle(error, (cause) => asSandboxError(cause, action));
+    }
+  }
+
+  /** The accessor's identity and creation context. */
+  #accessorContext(): AccessorContext {
+    const settings = this.#settings;
+    return {
+      engine: this.#engine,
+      spec: this.#acquired.spec,
+      name: this.#names.accessor,
+      labels: resourceLabels(settings.namespace, this.id, "accessor", backendRevision(settings.profile.name)),
+      platform: settings.profile.image.platform,
+      log: this.#acquired.log,
+      timeoutMs: this.#policy.deadlines.startupMs,
+    };
+  }
+
+  /** The checked accessor's ID, creating it once; a failed attempt can be retried. */
+  #accessor(): Promise<string> {
+    if (this.#accessorTask === undefined) {
+      const task = (async () => {
+        const context = this.#accessorContext();
+        this.#accessorId ??= await createAccessor(context);
+        await verifyAccessor(context, this.#accessorId);
+        return this.#accessorId;
+      })();
+      this.#accessorTask = task;
+      task.catch(() => {
+        if (this.#accessorTask === task) this.#accessorTask = undefined;
+      });
+    }
+    return this.#accessorTask;
   }
 
   /**
@@ -154,6 +339,7 @@ export class DockerSandbox implements Sandbox {
    */
   destroy(): Promise<void> {
     if (this.#state === "destroyed") return Promise.resolve();
+    this.#destroying.abort(new SandboxStoppedError("Cannot export files: the sandbox is being destroyed"));
     this.#destroyTask ??= this.#destroy().finally(() => {
       this.#destroyTask = undefined;
     });
@@ -206,6 +392,12 @@ export class DockerSandbox implements Sandbox {
     await this.#stopFor(new SandboxStoppedError("Cannot continue: the sandbox was destroyed"));
     const timeoutMs = this.#policy.deadlines.cleanupMs;
     const log = this.#acquired.log;
+    // An accessor create in flight finishes first; one whose reply was lost is looked up by
+    // its exact name and adopted only with this reservation's labels.
+    await this.#accessorTask?.catch(() => {});
+    if (!this.#accessorId && log.record.resources.accessor?.state === "creating") {
+      this.#accessorId = await findAccessor({ ...this.#accessorContext(), timeoutMs });
+    }
     try {
       if (this.#accessorId && !this.#removed.accessor) {
         await removeContainer(this.#engine, this.#accessorId, { timeoutMs });
@@ -227,4 +419,14 @@ export class DockerSandbox implements Sandbox {
     }
     this.#state = "destroyed";
   }
+}
+
+/** `task`, or the guard's failure as soon as there is one (the task itself runs on). */
+function untilFailed<T>(task: Promise<T>, guard: TransferGuard): Promise<T> {
+  guard.check();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(guard.failure);
+    guard.signal.addEventListener("abort", onAbort, { once: true });
+    task.then(resolve, reject).finally(() => guard.signal.removeEventListener("abort", onAbort));
+  });
 }

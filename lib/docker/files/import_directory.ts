@@ -1,0 +1,173 @@
+/**
+ * {@linkcode importDirectory}: a host directory as import entries, without following links.
+ *
+ * @module
+ */
+import { constants } from "node:fs";
+import { type FileHandle, lstat, open, readdir } from "node:fs/promises";
+import { isAbsolute, join } from "node:path";
+import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
+import type { SandboxImportEntry } from "../../sandbox/transfer.ts";
+
+const ACTION = "import directory";
+
+/** Bytes read from a host file at once. */
+const READ_BYTES = 1024 * 1024;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The `lstat` fields this helper relies on. */
+interface HostStat {
+  readonly dev: number;
+  readonly ino: number;
+  readonly mode: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+  isDirectory(): boolean;
+  isFile(): boolean;
+  isSymbolicLink(): boolean;
+}
+
+/**
+ * Walks a host directory (with `node:fs/promises`, on Deno, Bun and Node) and yields its
+ * contents as entries for `importTree`: every directory before what it holds, names in
+ * sorted order, paths relative to `hostPath` (the directory itself is not an entry), modes
+ * `& 0o7777`, modification times in whole seconds. Ownership is not read (the import sets
+ * it).
+ *
+ Links are never followed: a symbolic link anywhere below `hostPath`, or `hostPath` itself
+ * being one, fails the walk; so do sockets, FIFOs and devices, and names that are not valid
+ * UTF-8. The tree is checked once completely before the first entry is yielded, so such a
+ * tree fails before anything is sent (a change between that check and the second, yielding
+ * walk is caught by the second walk). Files are opened only when their body is read (one at a
+ * time, `O_NOFOLLOW`), checked to be the file that was listed, and must keep their size
+ * while they are read.
+ *
+ * The walks are lazy and streaming: memory holds the sorted names of the directories on the
+ * current path, not the tree.
+ *
+ * @param hostPath Absolute path of an existing directory on the host.
+ * @returns The entries (each iteration walks afresh).
+ * @throws {SandboxConfigurationError} At once for a `hostPath` that is not an absolute path.
+ *   While iterating: `configuration` for a symlink, a special file, a name that is not UTF-8
+ *   or a `hostPath` that is not a directory; a body stream errors with
+ *   `SandboxConflictError` (`conflict`) when its file changed since it was listed. File
+ *   system errors (`ENOENT`, `EACCES`, …) propagate unchanged.
+ *
+ * @example Import a project directory
+ * ```ts ignore
+ * import { importDirectory } from "@agentcell/docker";
+ *
+ * const receipt = await sandbox.importTree(importDirectory("/home/me/project"), {
+ *   quota: { bytes: 512 * 1024 * 1024, files: 20_000 },
+ * });
+ * console.log(`${receipt.files} entries, ${receipt.bytes} bytes`);
+ * ```
+ */
+export function importDirectory(hostPath: string): AsyncIterable<SandboxImportEntry> {
+  if (typeof hostPath !== "string" || !isAbsolute(hostPath) || hostPath.includes("\0")) {
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: hostPath must be an absolute path`);
+  }
+  return { [Symbol.asyncIterator]: () => walk(hostPath) };
+}
+
+/** One directory being walked: its relative path and its sorted child names. */
+interface Level {
+  readonly path: string;
+  readonly names: readonly string[];
+  next: number;
+}
+
+async function* walk(root: string): AsyncGenerator<SandboxImportEntry, void, undefined> {
+  for await (const _ of tree(root, false)) { /* the first walk only checks */ }
+  yield* tree(root, true);
+}
+
+/** One walk of the tree; `bodies` gives files their body streams (the yielding walk). */
+async function* tree(root: string, bodies: boolean): AsyncGenerator<SandboxImportEntry, void, undefined> {
+  const top = await lstat(root) as HostStat;
+  if (top.isSymbolicLink()) throw linkError(root);
+  if (!top.isDirectory()) throw new SandboxConfigurationError(`Cannot ${ACTION}: '${root}' is not a directory`);
+  const stack: Level[] = [{ path: "", names: await names(root), next: 0 }];
+  while (stack.length > 0) {
+    const level = stack[stack.length - 1];
+    if (level.next >= level.names.length) {
+      stack.pop();
+      continue;
+    }
+    const name = level.names[level.next++];
+    const path = level.path === "" ? name : `${level.path}/${name}`;
+    const hostFile = join(root, path);
+    const stat = await lstat(hostFile) as HostStat;
+    const mode = stat.mode & 0o7777;
+    const mtime = Math.max(0, Math.floor(stat.mtimeMs / 1000));
+    if (stat.isSymbolicLink()) throw linkError(hostFile);
+    if (stat.isDirectory()) {
+      yield { path, type: "directory", mode, mtime, size: 0 };
+      stack.push({ path, names: await names(hostFile), next: 0 });
+    } else if (stat.isFile()) {
+      yield { path, type: "file", mode, mtime, size: stat.size, body: bodies ? fileBody(hostFile, stat) : undefined };
+    } else {
+      throw new SandboxConfigurationError(`Cannot ${ACTION}: '${hostFile}' is a special file (socket, FIFO or device); only regular files and directories are imported`);
+    }
+  }
+}
+
+function linkError(path: string): SandboxConfigurationError {
+  return new SandboxConfigurationError(`Cannot ${ACTION}: '${path}' is a symbolic link; links are never followed`);
+}
+
+/** A directory's child names, sorted, each checked to be valid UTF-8. */
+async function names(directory: string): Promise<string[]> {
+  const raw = await readdir(directory, { encoding: "buffer" });
+  const decoded = raw.map((bytes) => {
+    try {
+      return utf8.decode(bytes);
+    } catch {
+      throw new SandboxConfigurationError(`Cannot ${ACTION}: a name in '${directory}' is not valid UTF-8`);
+    }
+  });
+  return decoded.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** A file's bytes, opened on the first read; exactly the listed size or an error. */
+function fileBody(path: string, listed: HostStat): ReadableStream<Uint8Array> {
+  let handle: FileHandle | undefined;
+  let left = listed.size;
+  const changed = (what: string) =>
+    new SandboxConflictError(`Cannot ${ACTION}: '${path}' changed while it was imported (${what})`);
+  const close = async () => {
+    const open = handle;
+    handle = undefined;
+    await open?.close().catch(() => {});
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        if (handle === undefined) {
+          handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+          const now = await handle.stat();
+          if (!now.isFile() || now.ino !== listed.ino || now.dev !== listed.dev) throw changed("it is another file now");
+        }
+        if (left === 0) {
+          const { bytesRead } = await handle.read(new Uint8Array(1), 0, 1, null);
+          await close();
+          if (bytesRead > 0) throw changed(`it grew past ${listed.size} bytes`);
+          controller.close();
+          return;
+        }
+        const buffer = new Uint8Array(Math.min(READ_BYTES, left));
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+        if (bytesRead === 0) throw changed(`it shrank below ${listed.size} bytes`);
+        left -= bytesRead;
+        controller.enqueue(bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead));
+      } catch (error) {
+        await close();
+        throw error;
+      }
+    },
+    async cancel() {
+      await close();
+    },
+  }, { highWaterMark: 0 });
+}

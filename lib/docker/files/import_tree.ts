@@ -1,0 +1,197 @@
+/**
+ * Importing a tree: caller entries become a tar written by our writer (regular files and
+ * directories only, owned by the sandbox user) and streamed into the keeper with
+ * `PUT /containers/{keeperId}/archive?path=/workspace/work`.
+ *
+ * Parent directories an entry needs but the source did not send earlier are sent first
+ * (mode 0755, the import's time): the Engine would otherwise create them as `root:root`
+ * and the non-root process could not write into them. Directories sent are remembered for
+ * the length of one import (memory grows with the number of directories, not files).
+ *
+ * @module
+ */
+import { SandboxAbortedError, SandboxConfigurationError, SandboxEngineError, SandboxError } from "../../sandbox/errors.ts";
+import { markPartialImport, type SandboxImportEntry, type SandboxTransferReceipt } from "../../sandbox/transfer.ts";
+import { normalizeTransferOptions, parseImportEntry } from "../../sandbox/_transfer_input.ts";
+import type { DockerEngine } from "../../engine/client.ts";
+import { DockerEngineError } from "../../engine/errors.ts";
+import { DockerEngineTransportError } from "../../engine/http/errors.ts";
+import { TarError } from "../../tar/error.ts";
+import { type TarWriterEntry, writeTar } from "../../tar/write_tar.ts";
+import { WORK_PATH } from "../workload.ts";
+import { asSandboxError } from "../_engine_errors.ts";
+import { putContainerArchive } from "./_container_archive.ts";
+import { importTarError } from "./_tar_errors.ts";
+import { TransferGuard } from "./_transfer_guard.ts";
+
+const ACTION = "import files";
+
+/** Mode of a parent directory the import adds. */
+export const IMPLICIT_DIRECTORY_MODE = 0o755;
+
+/** What an import needs from its sandbox. */
+export interface ImportHost {
+  readonly engine: DockerEngine;
+  readonly keeperId: string;
+  readonly user: { readonly uid: number; readonly gid: number };
+  /** Aborted with the stop cause once compute removal begins. */
+  readonly stopping: AbortSignal;
+}
+
+/** Counters of what left for the Engine (see `SandboxPartialImport`). */
+interface Sent {
+  entriesSent: number;
+  bytesSent: number;
+  lastPathSent: string | undefined;
+}
+
+/**
+ * Run one import (the sandbox checked its state). Every rejection carries the partial
+ * import record.
+ *
+ * @throws {SandboxImportFailure} see `DockerSandbox.importTree`
+ */
+export async function importTreeInto(
+  host: ImportHost,
+  source: AsyncIterable<SandboxImportEntry> | Iterable<SandboxImportEntry>,
+  rawOptions: unknown,
+): Promise<SandboxTransferReceipt> {
+  const sent: Sent = { entriesSent: 0, bytesSent: 0, lastPathSent: undefined };
+  let guard: TransferGuard | undefined;
+  try {
+    const options = normalizeTransferOptions(rawOptions, ACTION, false);
+    if (!isIterable(source)) {
+      throw new SandboxConfigurationError(`Cannot ${ACTION}: source must be an iterable or async iterable of entries`);
+    }
+    guard = new TransferGuard(ACTION, options, [host.stopping]);
+    guard.check();
+    const complete = { value: false };
+    const archive = writeTar(entries(source, host.user, guard, sent, complete));
+    await putContainerArchive(host.engine, host.keeperId, WORK_PATH, archive, { signal: guard.signal });
+    guard.check();
+    if (!complete.value) {
+      throw new SandboxEngineError(`Cannot ${ACTION}: the Engine answered before the archive was complete`);
+    }
+    return Object.freeze({ files: guard.files, bytes: guard.bytes });
+  } catch (error) {
+    const failure = guard === undefined ? importError(error) : guard.settle(bodyFailure(error, guard), importError);
+    throw markPartialImport(failure, { ...sent });
+  } finally {
+    guard?.dispose();
+  }
+}
+
+/** The body stream's own error when the exchange failed because of it. */
+function bodyFailure(error: unknown, guard: TransferGuard): unknown {
+  if (guard.failure === undefined && error instanceof DockerEngineTransportError && error.code === "aborted" && error.cause !== undefined) {
+    return error.cause;
+  }
+  return error;
+}
+
+function importError(error: unknown): SandboxError {
+  if (error instanceof SandboxError) return error;
+  if (error instanceof TarError) return importTarError(error, ACTION);
+  if (error instanceof DockerEngineError || error instanceof DockerEngineTransportError) return asSandboxError(error, ACTION);
+  const reason = error instanceof Error ? error.message : String(error);
+  return new SandboxAbortedError(`Cannot ${ACTION}: the source failed: ${reason}`, { cause: error });
+}
+
+function isIterable(value: unknown): value is AsyncIterable<unknown> | Iterable<unknown> {
+  return typeof value === "object" && value !== null &&
+    (typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function" ||
+      typeof (value as Iterable<unknown>)[Symbol.iterator] === "function");
+}
+
+/** The writer's entries: validated, quota-checked, owned by the sandbox user, parents first. */
+async function* entries(
+  source: AsyncIterable<SandboxImportEntry> | Iterable<SandboxImportEntry>,
+  user: { readonly uid: number; readonly gid: number },
+  guard: TransferGuard,
+  sent: Sent,
+  complete: { value: boolean },
+): AsyncGenerator<TarWriterEntry, void, undefined> {
+  const now = Math.floor(Date.now() / 1000);
+  const directories = new Set<string>();
+  const send = (path: string) => {
+    sent.entriesSent += 1;
+    sent.lastPathSent = path;
+  };
+  let index = 0;
+  for await (const raw of source) {
+    let entry;
+    try {
+      guard.check();
+      entry = parseImportEntry(raw, index, ACTION);
+      index += 1;
+      for (const parent of missingParents(entry.path, directories)) {
+        guard.admit(parent, 0);
+        directories.add(parent);
+        send(parent);
+        yield { path: parent, type: "directory", mode: IMPLICIT_DIRECTORY_MODE, mtime: now, uid: user.uid, gid: user.gid, size: 0 };
+      }
+      guard.admit(entry.path, entry.size);
+    } catch (error) {
+      await cancelBody(raw, error);
+      throw error;
+    }
+    if (entry.type === "directory") directories.add(entry.path);
+    send(entry.path);
+    yield {
+      path: entry.path,
+      type: entry.type,
+      mode: entry.mode,
+      mtime: entry.mtime ?? now,
+      uid: user.uid,
+      gid: user.gid,
+      size: entry.size,
+      body: entry.body === undefined ? undefined : counted(entry.body, guard, sent),
+    };
+  }
+  guard.check();
+  complete.value = true;
+}
+
+/** Cancel the body of an entry that will not be written. */
+async function cancelBody(raw: unknown, reason: unknown): Promise<void> {
+  const body = (raw as { body?: unknown } | null)?.body;
+  if (body instanceof ReadableStream && !body.locked) await body.cancel(reason).catch(() => {});
+}
+
+/** Ancestors of `path` not yet sent, outermost first. */
+function missingParents(path: string, directories: ReadonlySet<string>): string[] {
+  const missing: string[] = [];
+  for (let end = path.lastIndexOf("/"); end > 0; end = path.lastIndexOf("/", end - 1)) {
+    const parent = path.slice(0, end);
+    if (directories.has(parent)) break;
+    missing.push(parent);
+  }
+  return missing.reverse();
+}
+
+/** Pass a body through, counting its bytes as they move. */
+function counted(body: ReadableStream<Uint8Array>, guard: TransferGuard, sent: Sent): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) {
+        controller.close();
+        return;
+      }
+      if (value instanceof Uint8Array) {
+        sent.bytesSent += value.length;
+        try {
+          guard.moved(value.length);
+        } catch (error) {
+          await reader.cancel(error).catch(() => {});
+          throw error;
+        }
+      }
+      controller.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}
