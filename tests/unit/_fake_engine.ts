@@ -153,12 +153,16 @@ function fakeConnection(socket: Socket, requests: FakeRequest[]): FakeConnection
   const take = (length: number) => {
     gather();
     const taken = buffer.slice(0, length);
-    buffer = buffer.slice(length);
+    buffer = buffer.subarray(length);
     return taken;
   };
   const indexOf = (needle: string) => {
     gather();
-    return latin1(buffer).indexOf(needle);
+    const bytes = Uint8Array.from(needle, (char) => char.charCodeAt(0));
+    for (let at = buffer.indexOf(bytes[0]); at !== -1; at = buffer.indexOf(bytes[0], at + 1)) {
+      if (bytes.every((byte, offset) => buffer[at + offset] === byte)) return at;
+    }
+    return -1;
   };
   const readLine = async () => {
     for (;;) {

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { concatBytes } from "./_bytes.ts";
 import { DockerEngineTransportError } from "./errors.ts";
 
 const EMPTY = new Uint8Array(0);
@@ -84,7 +85,7 @@ export class ByteReader {
       length += end;
       if (lf !== -1) break;
     }
-    const line = parts.length === 1 ? parts[0] : join(parts, length);
+    const line = parts.length === 1 ? parts[0] : concatBytes(parts);
     if (line.byteLength < 2 || line[line.byteLength - 2] !== CR) {
       throw new DockerEngineTransportError(
         "invalid_response",
@@ -100,14 +101,4 @@ export class ByteReader {
     }
     return content;
   }
-}
-
-function join(parts: readonly Uint8Array[], length: number): Uint8Array {
-  const joined = new Uint8Array(length);
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.byteLength;
-  }
-  return joined;
 }

@@ -7,7 +7,7 @@
  */
 import type { BodyDecoder } from "./_body_decoder.ts";
 import type { ByteReader } from "./_byte_reader.ts";
-import { parseFieldLine } from "./_head.ts";
+import { latin1, parseFieldLine } from "./_head.ts";
 import { DockerEngineTransportError } from "./errors.ts";
 import { MAX_CHUNK_SIZE_LINE_BYTES, MAX_TRAILER_BYTES } from "./limits.ts";
 
@@ -62,10 +62,11 @@ export class ChunkedDecoder implements BodyDecoder {
   async #readSize(): Promise<number> {
     const line = await this.#reader.readLine(MAX_CHUNK_SIZE_LINE_BYTES, "chunk-size line");
     if (line === null) throw invalid("the connection ended before the last chunk");
-    let text = "";
-    for (const byte of line) text += String.fromCharCode(byte);
+    const text = latin1(line);
     const match = CHUNK_SIZE_LINE.exec(text);
-    if (match === null) throw invalid(`the chunk-size line "${text.slice(0, 32)}" is not hexadecimal`);
+    if (match === null) {
+      throw invalid(`the chunk-size line "${text.slice(0, 32)}" is not hexadecimal`);
+    }
     const size = parseInt(match[1], 16);
     if (!Number.isSafeInteger(size)) throw invalid(`the chunk size 0x${match[1]} is too large`);
     return size;

@@ -54,6 +54,8 @@ function parseContentLength(field: string): number {
     throw invalid(`Content-Length "${field.slice(0, 64)}" is not a decimal byte count`);
   }
   const lengths = new Set(values.map(Number));
-  if (lengths.size !== 1) throw invalid(`it has differing Content-Length values "${field.slice(0, 64)}"`);
+  if (lengths.size !== 1) {
+    throw invalid(`it has differing Content-Length values "${field.slice(0, 64)}"`);
+  }
   return [...lengths][0];
 }

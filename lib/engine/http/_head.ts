@@ -43,8 +43,13 @@ function invalid(message: string): DockerEngineTransportError {
   return new DockerEngineTransportError("invalid_response", `Cannot read the ${message}`);
 }
 
-/** Decodes bytes one to one into a string (ISO-8859-1, which `Headers` stores as is). */
-function latin1(bytes: Uint8Array): string {
+/**
+ * Decodes bytes one to one into a string (ISO-8859-1, which `Headers` stores as is).
+ *
+ * @param bytes The bytes.
+ * @returns One character per byte.
+ */
+export function latin1(bytes: Uint8Array): string {
   let text = "";
   for (let start = 0; start < bytes.byteLength; start += 8_192) {
     text += String.fromCharCode(...bytes.subarray(start, start + 8_192));

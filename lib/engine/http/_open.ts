@@ -45,8 +45,8 @@ function connect(request: ParsedRequest, signal: AbortSignal): Promise<SocketCon
 
 /**
  * Connects, sends the request and reads the final head (skipping 1xx interim answers
- * other than 101; all heads together stay within `maxHeadBytes`). The header deadline starts when the request is fully sent and stops
- * when the head is parsed.
+ * other than 101; all heads together stay within `maxHeadBytes`). The header deadline
+ * starts when the request is fully sent and stops when the head is parsed.
  *
  * @param request The validated request.
  * @param guard The exchange's guard; it adopts the connection.

@@ -83,7 +83,12 @@ const requestSchema = z.object({
 });
 
 /** Options whose defaults `parseRequest` applies. */
-export type Defaulted = "connectTimeoutMs" | "headerTimeoutMs" | "maxBodyBytes" | "chunkBytes" | "connector";
+export type Defaulted =
+  | "connectTimeoutMs"
+  | "headerTimeoutMs"
+  | "maxBodyBytes"
+  | "chunkBytes"
+  | "connector";
 
 /** Validated exchange options with their defaults applied. */
 export type ParsedRequest =

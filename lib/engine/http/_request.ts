@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { concatBytes } from "./_bytes.ts";
 import type { ExchangeGuard } from "./_guard.ts";
 import { DockerEngineTransportError } from "./errors.ts";
 import { MAX_CHUNK_BYTES } from "./limits.ts";
@@ -44,16 +45,6 @@ export function encodeRequestHead(fields: RequestHeadFields): Uint8Array {
   else if (fields.method === "POST" || fields.method === "PUT") lines.push("Content-Length: 0");
   for (const [name, value] of Object.entries(fields.headers ?? {})) lines.push(`${name}: ${value}`);
   return encoder.encode(`${lines.join("\r\n")}\r\n\r\n`);
-}
-
-function joinBytes(...parts: Uint8Array[]): Uint8Array {
-  const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.byteLength;
-  }
-  return joined;
 }
 
 /**
@@ -122,7 +113,7 @@ export class RequestUpload {
         return await this.#writeChunked(writer, body, guard);
       }
       if (body === undefined || body.byteLength <= MAX_CHUNK_BYTES) {
-        await writer.write(body === undefined ? head : joinBytes(head, body));
+        await writer.write(body === undefined ? head : concatBytes([head, body]));
         this.#bytes = body?.byteLength ?? 0;
         return true;
       }
@@ -177,7 +168,7 @@ export class RequestUpload {
         for (let offset = 0; offset < chunk.byteLength; offset += MAX_CHUNK_BYTES) {
           const slice = chunk.subarray(offset, offset + MAX_CHUNK_BYTES);
           await writer.write(
-            joinBytes(encoder.encode(slice.byteLength.toString(16)), CRLF, slice, CRLF),
+            concatBytes([encoder.encode(slice.byteLength.toString(16)), CRLF, slice, CRLF]),
           );
           this.#bytes += slice.byteLength;
           if (this.#stopped) return false;

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { exchange, type EngineExchangeOptions } from "./exchange.ts";
+import { concatBytes } from "./_bytes.ts";
+import { type EngineExchangeOptions, exchange } from "./exchange.ts";
 import { validateEngineRequest } from "./validate.ts";
 
 /** Options of {@linkcode requestBuffered}. */
@@ -68,18 +69,11 @@ export async function requestBuffered(
   const response = await exchange({ ...rest, maxBodyBytes: maxResponseBytes });
   const reader = response.body.getReader();
   const parts: Uint8Array[] = [];
-  let length = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     parts.push(value);
-    length += value.byteLength;
   }
-  const body = new Uint8Array(length);
-  let offset = 0;
-  for (const part of parts) {
-    body.set(part, offset);
-    offset += part.byteLength;
-  }
+  const body = concatBytes(parts);
   return { status: response.status, headers: response.headers, body };
 }

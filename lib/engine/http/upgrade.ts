@@ -44,11 +44,11 @@ export interface EngineUpgrade extends SocketConnection {
  * @param options Socket, request, connect and header deadlines, piece size, signal.
  * @returns The upgraded connection, readable pieces of at most `chunkBytes`.
  * @throws {TypeError} When an option is invalid (before any I/O).
- * @throws {DockerEngineTransportError} `invalid_response` with `status` and `body` (the
- * first 4 KiB, also quoted in the message) when the Engine answers anything but `101`,
- * e.g. 404 for an unknown exec or 409 for a stopped container; `connection`, `deadline`
- * (connect or header), `aborted`, `response_limit` (head over 64 KiB) or
- * `invalid_response` (malformed head) as for `exchange`.
+ * @throws {DockerEngineTransportError} `invalid_response` with `status` and `body` (its
+ * first 4 KiB, of which 1,024 characters are quoted in the message) when the Engine
+ * answers anything but `101`, e.g. 404 for an unknown exec or 409 for a stopped
+ * container; `connection`, `deadline` (connect or header), `aborted`, `response_limit`
+ * (head over 64 KiB) or `invalid_response` (malformed head) as for `exchange`.
  *
  * @example Start an exec attached to stdin, stdout and stderr
  * ```ts ignore
@@ -93,6 +93,9 @@ export async function upgrade(options: EngineUpgradeOptions): Promise<EngineUpgr
   }
 }
 
+/** Most characters of a refusal body quoted in the error message. */
+const MAX_QUOTED_CHARS = 1_024;
+
 /** The error for a non-101 answer, with the first bytes of its body. */
 async function refusal(
   opened: OpenedExchange,
@@ -122,7 +125,8 @@ async function refusal(
   }
   const snippet = body.slice(0, length);
   // deno-lint-ignore no-control-regex
-  const text = new TextDecoder().decode(snippet).replace(/[\u0000-\u001f\u007f]+/gu, " ").trim();
+  const text = new TextDecoder().decode(snippet).replace(/[\u0000-\u001f\u007f]+/gu, " ").trim()
+    .slice(0, MAX_QUOTED_CHARS);
   return new DockerEngineTransportError(
     "invalid_response",
     `Cannot upgrade the connection: the Engine answered ${head.status} ${head.reason}`.trimEnd() +

@@ -58,12 +58,14 @@ export function socketConnectionFromRaw(raw: RawSocket): SocketConnection {
  * Describes a runtime error in one short phrase (its code first when it has one).
  *
  * @param error What the runtime threw.
- * @returns E.g. `ENOENT connect ENOENT /var/run/docker.sock`.
+ * @returns E.g. `connect ENOENT /var/run/docker.sock`.
  */
 export function describeSocketError(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
-    const prefix = typeof code === "string" && code !== "" ? `${code} ` : "";
+    const prefix = typeof code === "string" && code !== "" && !error.message.includes(code)
+      ? `${code} `
+      : "";
     return `${prefix}${error.message}`.trim() || error.name;
   }
   return String(error);

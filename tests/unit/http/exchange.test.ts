@@ -9,7 +9,9 @@ const decoder = new TextDecoder();
 test("exchange reads a Content-Length body and sends a Connection: close request", async () => {
   const engine = await startFakeEngine(async (connection) => {
     await connection.readRequest();
-    await connection.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n");
+    await connection.write(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n",
+    );
     await connection.write('{"ok":true}');
     await connection.end();
   });
@@ -38,7 +40,9 @@ test("exchange reads a Content-Length body and sends a Connection: close request
 test("exchange sends a byte body with Content-Length and counts it", async () => {
   const engine = await startFakeEngine(async (connection) => {
     const request = await connection.readRequest();
-    await connection.write(`HTTP/1.1 201 Created\r\nContent-Length: ${request.body.byteLength}\r\n\r\n`);
+    await connection.write(
+      `HTTP/1.1 201 Created\r\nContent-Length: ${request.body.byteLength}\r\n\r\n`,
+    );
     await connection.write(request.body);
     await connection.end();
   });
@@ -54,7 +58,10 @@ test("exchange sends a byte body with Content-Length and counts it", async () =>
     assert.equal(response.status, 201);
     assert.deepEqual(await readAll(response.body), body);
     assert.equal(response.uploadedBytes(), BigInt(body.byteLength));
-    assert.match(engine.requests[0].head, /\r\nContent-Type: application\/json\r\nContent-Length: 19$/);
+    assert.match(
+      engine.requests[0].head,
+      /\r\nContent-Type: application\/json\r\nContent-Length: 19$/,
+    );
   } finally {
     await engine.close();
   }
@@ -67,7 +74,11 @@ test("exchange sends Content-Length: 0 for a POST without body", async () => {
     await connection.end();
   });
   try {
-    const response = await exchange({ socketPath: engine.socketPath, method: "POST", target: "/containers/c/start" });
+    const response = await exchange({
+      socketPath: engine.socketPath,
+      method: "POST",
+      target: "/containers/c/start",
+    });
     assert.equal(response.status, 204);
     assert.equal((await readAll(response.body)).byteLength, 0);
     assert.match(engine.requests[0].head, /\r\nContent-Length: 0$/);
@@ -86,7 +97,11 @@ test("exchange decodes a chunked body over the socket", async () => {
     await connection.end();
   });
   try {
-    const response = await exchange({ socketPath: engine.socketPath, method: "GET", target: "/logs" });
+    const response = await exchange({
+      socketPath: engine.socketPath,
+      method: "GET",
+      target: "/logs",
+    });
     assert.equal(await readText(response.body), "hello 0123456789");
     assert.equal(response.downloadedBytes(), 16n);
   } finally {
@@ -102,7 +117,12 @@ const CHUNKED_RESPONSE = latin1(
 test("exchange decodes a chunked body delivered one byte per read", async () => {
   const pieces = Array.from(CHUNKED_RESPONSE, (byte) => Uint8Array.of(byte));
   const { connector } = scriptedConnector(pieces);
-  const response = await exchange({ socketPath: "/fake.sock", method: "GET", target: "/", connector });
+  const response = await exchange({
+    socketPath: "/fake.sock",
+    method: "GET",
+    target: "/",
+    connector,
+  });
   assert.equal(await readText(response.body), "abc0123456789abcdefZ");
 });
 
@@ -112,7 +132,12 @@ test("exchange decodes a chunked body split at every byte offset", async () => {
       CHUNKED_RESPONSE.subarray(0, split),
       CHUNKED_RESPONSE.subarray(split),
     ]);
-    const response = await exchange({ socketPath: "/fake.sock", method: "GET", target: "/", connector });
+    const response = await exchange({
+      socketPath: "/fake.sock",
+      method: "GET",
+      target: "/",
+      connector,
+    });
     assert.equal(await readText(response.body), "abc0123456789abcdefZ", `split at ${split}`);
   }
 });
@@ -120,13 +145,19 @@ test("exchange decodes a chunked body split at every byte offset", async () => {
 test("exchange reads a close-delimited body", async () => {
   const engine = await startFakeEngine(async (connection) => {
     await connection.readRequest();
-    await connection.write("HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n\r\nfirst ");
+    await connection.write(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n\r\nfirst ",
+    );
     await connection.sleep(5);
     await connection.write("second");
     await connection.end();
   });
   try {
-    const response = await exchange({ socketPath: engine.socketPath, method: "GET", target: "/attach" });
+    const response = await exchange({
+      socketPath: engine.socketPath,
+      method: "GET",
+      target: "/attach",
+    });
     assert.equal(await readText(response.body), "first second");
   } finally {
     await engine.close();
@@ -175,9 +206,16 @@ test("exchange gives HEAD, 204 and 304 answers an empty body", async () => {
       await connection.end();
     });
     try {
-      const response = await exchange({ socketPath: engine.socketPath, method, target: "/archive" });
+      const response = await exchange({
+        socketPath: engine.socketPath,
+        method,
+        target: "/archive",
+      });
       assert.equal((await readAll(response.body)).byteLength, 0);
-      assert.equal(response.headers.get("content-length"), method === "HEAD" ? "1234" : (answer.includes("304") ? "0" : null));
+      assert.equal(
+        response.headers.get("content-length"),
+        method === "HEAD" ? "1234" : (answer.includes("304") ? "0" : null),
+      );
     } finally {
       await engine.close();
     }
@@ -187,7 +225,9 @@ test("exchange gives HEAD, 204 and 304 answers an empty body", async () => {
 test("exchange skips a 100 Continue interim answer", async () => {
   const engine = await startFakeEngine(async (connection) => {
     await connection.readRequest();
-    await connection.write("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    await connection.write(
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    );
     await connection.end();
   });
   try {
@@ -203,7 +243,12 @@ test("exchange accepts repeated equal Content-Length fields", async () => {
   const { connector } = scriptedConnector([
     latin1("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"),
   ]);
-  const response = await exchange({ socketPath: "/fake.sock", method: "GET", target: "/", connector });
+  const response = await exchange({
+    socketPath: "/fake.sock",
+    method: "GET",
+    target: "/",
+    connector,
+  });
   assert.equal(await readText(response.body), "ok");
 });
 
@@ -212,7 +257,9 @@ test("exchange streams a chunked upload and counts its bytes exactly", async () 
   const total = sizes.reduce((sum, size) => sum + size, 0);
   const engine = await startFakeEngine(async (connection) => {
     const request = await connection.readRequest();
-    await connection.write(`HTTP/1.1 200 OK\r\nContent-Length: ${request.body.byteLength.toString().length}\r\n\r\n`);
+    await connection.write(
+      `HTTP/1.1 200 OK\r\nContent-Length: ${request.body.byteLength.toString().length}\r\n\r\n`,
+    );
     await connection.write(String(request.body.byteLength));
     await connection.end();
   });
@@ -236,7 +283,10 @@ test("exchange streams a chunked upload and counts its bytes exactly", async () 
     assert.equal(await readText(response.body), String(total));
     assert.equal(response.uploadedBytes(), BigInt(total));
     const received = engine.requests[0];
-    assert.match(received.head, /\r\nContent-Type: application\/x-tar\r\nTransfer-Encoding: chunked$/);
+    assert.match(
+      received.head,
+      /\r\nContent-Type: application\/x-tar\r\nTransfer-Encoding: chunked$/,
+    );
     const expected = concat(sizes.map((size, index) => new Uint8Array(size).fill(index + 1)));
     assert.deepEqual(received.body, expected);
   } finally {
@@ -281,7 +331,11 @@ test("exchange body cancel closes the connection", async () => {
     await connection.closed;
   });
   try {
-    const response = await exchange({ socketPath: engine.socketPath, method: "GET", target: "/events" });
+    const response = await exchange({
+      socketPath: engine.socketPath,
+      method: "GET",
+      target: "/events",
+    });
     const reader = response.body.getReader();
     assert.equal(decoder.decode((await reader.read()).value), "endless");
     await reader.cancel();
@@ -313,7 +367,8 @@ test("exchange rejects invalid options with TypeError before connecting", async 
   for (const override of invalid) {
     await assert.rejects(
       exchange({ ...base, ...override } as Parameters<typeof exchange>[0]),
-      (error: unknown) => error instanceof TypeError && /^Cannot send the Engine request: /.test(error.message),
+      (error: unknown) =>
+        error instanceof TypeError && /^Cannot send the Engine request: /.test(error.message),
       JSON.stringify(Object.keys(override)),
     );
   }
@@ -364,7 +419,13 @@ test("requestBuffered rejects a body over maxResponseBytes with code response_li
 });
 
 test("requestBuffered validates target and limits with TypeError", async () => {
-  const base = { socketPath: "/fake.sock", method: "GET", target: "/", timeoutMs: 1, maxResponseBytes: 0 } as const;
+  const base = {
+    socketPath: "/fake.sock",
+    method: "GET",
+    target: "/",
+    timeoutMs: 1,
+    maxResponseBytes: 0,
+  } as const;
   await assert.rejects(requestBuffered({ ...base, target: "/a b" }), TypeError);
   await assert.rejects(requestBuffered({ ...base, timeoutMs: 0 }), TypeError);
   await assert.rejects(requestBuffered({ ...base, maxResponseBytes: 0.5 }), TypeError);

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type EngineExchangeOptions, exchange, type UnixConnector } from "../../../lib/engine/http/mod.ts";
+import {
+  type EngineExchangeOptions,
+  exchange,
+  type UnixConnector,
+} from "../../../lib/engine/http/mod.ts";
 import { type FakeConnection, startFakeEngine } from "../_fake_engine.ts";
 import { latin1, readAll, scriptedConnector, transportError } from "./_helpers.ts";
 
@@ -21,9 +25,18 @@ async function against(
 }
 
 /** The body of a response given as raw bytes by an in-memory peer, read to the end. */
-async function bodyOf(raw: string, options: Partial<EngineExchangeOptions> = {}): Promise<Uint8Array> {
+async function bodyOf(
+  raw: string,
+  options: Partial<EngineExchangeOptions> = {},
+): Promise<Uint8Array> {
   const { connector } = scriptedConnector([latin1(raw)]);
-  const response = await exchange({ socketPath: "/fake.sock", method: "GET", target: "/", connector, ...options });
+  const response = await exchange({
+    socketPath: "/fake.sock",
+    method: "GET",
+    target: "/",
+    connector,
+    ...options,
+  });
   return await readAll(response.body);
 }
 
@@ -38,7 +51,10 @@ test("exchange fails a truncated Content-Length body with invalid_response", asy
     await connection.write("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabcd");
   }, async (options) => {
     const response = await exchange(options);
-    await assert.rejects(readAll(response.body), transportError("invalid_response", /after 4 of 10 bytes/));
+    await assert.rejects(
+      readAll(response.body),
+      transportError("invalid_response", /after 4 of 10 bytes/),
+    );
   });
 });
 
@@ -47,16 +63,24 @@ test("exchange fails a chunked body without its last chunk with invalid_response
     await connection.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
   }, async (options) => {
     const response = await exchange(options);
-    await assert.rejects(readAll(response.body), transportError("invalid_response", /before the last chunk/));
+    await assert.rejects(
+      readAll(response.body),
+      transportError("invalid_response", /before the last chunk/),
+    );
   });
 });
 
 test("exchange fails an invalid chunk size with invalid_response", async () => {
   await against(async (connection) => {
-    await connection.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n");
+    await connection.write(
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+    );
   }, async (options) => {
     const response = await exchange(options);
-    await assert.rejects(readAll(response.body), transportError("invalid_response", /not hexadecimal/));
+    await assert.rejects(
+      readAll(response.body),
+      transportError("invalid_response", /not hexadecimal/),
+    );
   });
   for (const size of ["-1", "+3", " 3", "3 ", "0x3", "", "11111111111111111"]) {
     await assert.rejects(
@@ -69,23 +93,31 @@ test("exchange fails an invalid chunk size with invalid_response", async () => {
 
 test("exchange fails chunk data longer than its declared size with invalid_response", async () => {
   await against(async (connection) => {
-    await connection.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcdef\r\n0\r\n\r\n");
+    await connection.write(
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcdef\r\n0\r\n\r\n",
+    );
   }, async (options) => {
     const response = await exchange(options);
-    await assert.rejects(readAll(response.body), transportError("invalid_response", /longer than its declared size/));
+    await assert.rejects(
+      readAll(response.body),
+      transportError("invalid_response", /longer than its declared size/),
+    );
   });
 });
 
 test("exchange fails an oversized chunk-size line with response_limit", async () => {
   const extension = ";x=" + "y".repeat(5_000);
   await assert.rejects(
-    bodyOf(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3${extension}\r\nabc\r\n0\r\n\r\n`),
+    bodyOf(
+      `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3${extension}\r\nabc\r\n0\r\n\r\n`,
+    ),
     transportError("response_limit", /chunk-size line: it exceeds 4096 bytes/),
   );
 });
 
 test("exchange fails oversized trailers with response_limit", async () => {
-  const trailers = Array.from({ length: 200 }, (_, index) => `X-T${index}: ${"v".repeat(100)}\r\n`).join("");
+  const trailers = Array.from({ length: 200 }, (_, index) => `X-T${index}: ${"v".repeat(100)}\r\n`)
+    .join("");
   await assert.rejects(
     bodyOf(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n${trailers}\r\n`),
     transportError("response_limit", /trailer section: it exceeds 16384 bytes/),
@@ -94,13 +126,25 @@ test("exchange fails oversized trailers with response_limit", async () => {
 
 test("exchange fails an oversized head with response_limit", async () => {
   await against(async (connection) => {
-    await connection.write(`HTTP/1.1 200 OK\r\nX-Big: ${"a".repeat(20_000)}\r\nContent-Length: 0\r\n\r\n`);
+    await connection.write(
+      `HTTP/1.1 200 OK\r\nX-Big: ${"a".repeat(20_000)}\r\nContent-Length: 0\r\n\r\n`,
+    );
   }, async (options) => {
-    await assert.rejects(exchange(options), transportError("response_limit", /response head: it exceeds 16384 bytes/));
+    await assert.rejects(
+      exchange(options),
+      transportError("response_limit", /response head: it exceeds 16384 bytes/),
+    );
   });
   // Many small lines add up to the same bound.
   const lines = Array.from({ length: 2_000 }, (_, index) => `X-${index}: v\r\n`).join("");
   await assert.rejects(headOf(`HTTP/1.1 200 OK\r\n${lines}\r\n`), transportError("response_limit"));
+});
+
+test("exchange counts interim 1xx heads against the head limit with response_limit", async () => {
+  await assert.rejects(
+    headOf("HTTP/1.1 100 Continue\r\n\r\n".repeat(1_000) + "HTTP/1.1 200 OK\r\n\r\n"),
+    transportError("response_limit", /response head: it exceeds 16384 bytes/),
+  );
 });
 
 test("exchange fails when no head arrives within headerTimeoutMs with deadline", async () => {
@@ -140,7 +184,13 @@ test("exchange fails when connecting takes longer than connectTimeoutMs with dea
     return new Promise(() => {});
   };
   await assert.rejects(
-    exchange({ socketPath: "/fake.sock", method: "GET", target: "/", connectTimeoutMs: 50, connector }),
+    exchange({
+      socketPath: "/fake.sock",
+      method: "GET",
+      target: "/",
+      connectTimeoutMs: 50,
+      connector,
+    }),
     transportError("deadline", /no connection within 50 ms/),
   );
   assert.equal(connectSignal?.aborted, true);
@@ -154,7 +204,7 @@ test("exchange fails a missing socket with connection", async () => {
 });
 
 test("exchange fails a connection closed without an answer with connection", async () => {
-  await against(async (connection) => connection.destroy(), async (options) => {
+  await against((connection) => Promise.resolve(connection.destroy()), async (options) => {
     await assert.rejects(exchange(options), transportError("connection", /without answering/));
   });
 });
@@ -171,7 +221,10 @@ test("exchange aborted mid-body errors the body with aborted", async () => {
     const pending = reader.read();
     const reason = new Error("caller stopped");
     controller.abort(reason);
-    await assert.rejects(pending, (error: unknown) => transportError("aborted")(error) && (error as Error).cause === reason);
+    await assert.rejects(
+      pending,
+      (error: unknown) => transportError("aborted")(error) && (error as Error).cause === reason,
+    );
   });
 });
 
@@ -202,9 +255,14 @@ test("exchange aborted before the head rejects with aborted", async () => {
 
 test("exchange fails an unexpected 101 on a plain request with invalid_response", async () => {
   await against(async (connection) => {
-    await connection.write("HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\nraw");
+    await connection.write(
+      "HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\nraw",
+    );
   }, async (options) => {
-    await assert.rejects(exchange(options), transportError("invalid_response", /switched protocols \(101\)/));
+    await assert.rejects(
+      exchange(options),
+      transportError("invalid_response", /switched protocols \(101\)/),
+    );
   });
 });
 
@@ -213,7 +271,10 @@ test("exchange fails more bytes than Content-Length with invalid_response", asyn
     await connection.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello, and more");
   }, async (options) => {
     const response = await exchange(options);
-    await assert.rejects(readAll(response.body), transportError("invalid_response", /more bytes than the body declared/));
+    await assert.rejects(
+      readAll(response.body),
+      transportError("invalid_response", /more bytes than the body declared/),
+    );
   });
   await assert.rejects(
     bodyOf("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nextra"),
@@ -226,16 +287,27 @@ test("exchange fails a body over maxBodyBytes with response_limit", async () => 
     await connection.write("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world");
   }, async (options) => {
     const response = await exchange({ ...options, maxBodyBytes: 10 });
-    await assert.rejects(readAll(response.body), transportError("response_limit", /limit of 10 bytes/));
+    await assert.rejects(
+      readAll(response.body),
+      transportError("response_limit", /limit of 10 bytes/),
+    );
   });
-  await assert.rejects(bodyOf("HTTP/1.1 200 OK\r\n\r\nhello world", { maxBodyBytes: 10 }), transportError("response_limit"));
+  await assert.rejects(
+    bodyOf("HTTP/1.1 200 OK\r\n\r\nhello world", { maxBodyBytes: 10 }),
+    transportError("response_limit"),
+  );
   assert.equal((await bodyOf("HTTP/1.1 200 OK\r\n\r\nhello", { maxBodyBytes: 5 })).byteLength, 5);
-  assert.equal((await bodyOf("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", { maxBodyBytes: 0 })).byteLength, 0);
+  assert.equal(
+    (await bodyOf("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", { maxBodyBytes: 0 })).byteLength,
+    0,
+  );
 });
 
 test("exchange fails Content-Length with Transfer-Encoding with invalid_response", async () => {
   await assert.rejects(
-    headOf("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+    headOf(
+      "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    ),
     transportError("invalid_response", /both Content-Length and Transfer-Encoding/),
   );
 });
@@ -300,7 +372,9 @@ test("exchange fails when the request body stream errors with aborted", async ()
     });
     await assert.rejects(
       exchange({ ...options, method: "PUT", body }),
-      (error: unknown) => transportError("aborted", /body stream failed/)(error) && (error as Error).cause === failure,
+      (error: unknown) =>
+        transportError("aborted", /body stream failed/)(error) &&
+        (error as Error).cause === failure,
     );
   });
 });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { connectUnixSocket, detectRuntime } from "../../../lib/engine/socket/mod.ts";
 import { DockerEngineTransportError } from "../../../lib/engine/http/errors.ts";
+import { connectWithin } from "../../../lib/engine/socket/_connect_within.ts";
 import { bytes, concat, startFakeEngine } from "../_fake_engine.ts";
 
 const decoder = new TextDecoder();
@@ -83,6 +84,26 @@ test("connectUnixSocket rejects an aborted signal with code aborted", async () =
   );
 });
 
+test("connectUnix adapters fail with deadline past timeoutMs and discard a late connection", async () => {
+  let arrive!: (value: string) => void;
+  const discarded: string[] = [];
+  const attempt = connectWithin(
+    "/tmp/slow.sock",
+    { timeoutMs: 30 },
+    () => new Promise<string>((resolve) => arrive = resolve),
+    (late) => discarded.push(late),
+  );
+  await assert.rejects(
+    attempt,
+    (error: unknown) =>
+      error instanceof DockerEngineTransportError && error.code === "deadline" &&
+      error.message === "Cannot connect to /tmp/slow.sock: no connection within 30 ms",
+  );
+  arrive("late connection");
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.deepEqual(discarded, ["late connection"]);
+});
+
 test("SocketConnection abort errors a pending read with the reason", async () => {
   const engine = await startFakeEngine((connection) => connection.closed);
   try {
@@ -121,9 +142,11 @@ test("SocketConnection readable reads no more than a bounded amount ahead", asyn
     const piece = new Uint8Array(64 * 1024).fill(0x61);
     const writes: Promise<void>[] = [];
     for (let sent = 0; sent < total; sent += piece.byteLength) {
-      writes.push(connection.write(piece).then(() => {
-        flushed += piece.byteLength;
-      }));
+      writes.push(
+        connection.write(piece).then(() => {
+          flushed += piece.byteLength;
+        }),
+      );
     }
     await measured;
     await Promise.all(writes);
