@@ -9,7 +9,7 @@ import { negotiateApiVersion } from "./api_version.ts";
 import { parseEngineEndpoint } from "./endpoint.ts";
 import { codeForStatus, DockerEngineError } from "./errors.ts";
 import { exchange, requestBuffered, upgrade } from "./http/mod.ts";
-import type { EngineResponse, EngineUpgrade } from "./http/mod.ts";
+import type { EngineExchangeOptions, EngineResponse, EngineUpgrade } from "./http/mod.ts";
 import { type EngineInfo, engineInfoSchema, type EngineVersion, engineVersionSchema } from "./system.ts";
 
 /** HTTP methods the client sends. */
@@ -66,26 +66,15 @@ export interface DockerEngineReply<Value> {
   readonly value: Value;
 }
 
-/** Options of {@linkcode DockerEngine.stream} and {@linkcode DockerEngine.upgrade}. */
-export interface DockerEngineStreamOptions {
+/**
+ * Options of {@linkcode DockerEngine.stream} and {@linkcode DockerEngine.upgrade}: the
+ * transport's exchange options (headers, body, content type, connect/header/whole
+ * deadlines, body limit, chunk size, signal; see `EngineExchangeOptions`) plus a query.
+ * `upgrade` ignores `timeoutMs` and `maxBodyBytes`.
+ */
+export interface DockerEngineStreamOptions extends Omit<EngineExchangeOptions, "socketPath" | "method" | "target"> {
   /** Query parameters. */
   readonly query?: DockerEngineQuery;
-  /** Request headers (besides Host, Connection, Content-Length/Transfer-Encoding). */
-  readonly headers?: Readonly<Record<string, string>>;
-  /** Request body: bytes (sent with Content-Length) or a stream (sent chunked). */
-  readonly body?: Uint8Array | ReadableStream<Uint8Array>;
-  /** `Content-Type` of the body. */
-  readonly contentType?: string;
-  /** Connect deadline, milliseconds. @default 10000 */
-  readonly connectTimeoutMs?: number;
-  /** Deadline from the request body fully sent until the reply head arrived, milliseconds. @default 60000 */
-  readonly headerTimeoutMs?: number;
-  /** Deadline of the whole exchange including the reply body, milliseconds. @default none */
-  readonly timeoutMs?: number;
-  /** Reply body byte limit. @default unlimited */
-  readonly maxBodyBytes?: number;
-  /** Aborts the exchange at any stage, including mid-body. */
-  readonly signal?: AbortSignal;
 }
 
 /**
@@ -201,20 +190,7 @@ export class DockerEngine {
    * @throws {DockerEngineTransportError} on transport faults before the head arrived
    */
   async stream(method: DockerEngineMethod, path: string, options: DockerEngineStreamOptions = {}): Promise<EngineResponse> {
-    const version = await this.apiVersion({ signal: options.signal });
-    return await exchange({
-      socketPath: this.socketPath,
-      method,
-      target: target(version, path, options.query),
-      headers: options.headers,
-      body: options.body,
-      contentType: options.contentType,
-      connectTimeoutMs: options.connectTimeoutMs,
-      headerTimeoutMs: options.headerTimeoutMs,
-      timeoutMs: options.timeoutMs,
-      maxBodyBytes: options.maxBodyBytes,
-      signal: options.signal,
-    });
+    return await exchange(await this.#exchangeOptions(method, path, options));
   }
 
   /**
@@ -225,18 +201,8 @@ export class DockerEngine {
    * @throws {DockerEngineTransportError} on transport faults or a non-101 reply
    */
   async upgrade(method: DockerEngineMethod, path: string, options: DockerEngineStreamOptions = {}): Promise<EngineUpgrade> {
-    const version = await this.apiVersion({ signal: options.signal });
-    return await upgrade({
-      socketPath: this.socketPath,
-      method,
-      target: target(version, path, options.query),
-      headers: options.headers,
-      body: options.body,
-      contentType: options.contentType,
-      connectTimeoutMs: options.connectTimeoutMs,
-      headerTimeoutMs: options.headerTimeoutMs,
-      signal: options.signal,
-    });
+    const { timeoutMs: _whole, maxBodyBytes: _limit, ...rest } = await this.#exchangeOptions(method, path, options);
+    return await upgrade(rest);
   }
 
   /**
@@ -250,6 +216,12 @@ export class DockerEngine {
   async failure(response: EngineResponse, action: string): Promise<DockerEngineError> {
     const bytes = await readAtMost(response.body, ERROR_BODY_BYTES);
     return statusError(response.status, bytes, action);
+  }
+
+  async #exchangeOptions(method: DockerEngineMethod, path: string, options: DockerEngineStreamOptions): Promise<EngineExchangeOptions> {
+    const { query, ...rest } = options;
+    const version = await this.apiVersion({ signal: options.signal });
+    return { ...rest, socketPath: this.socketPath, method, target: target(version, path, query) };
   }
 
   async #send(
