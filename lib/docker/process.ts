@@ -102,11 +102,12 @@ function runProcess(host: SandboxHost, execId: string, attach: EngineUpgrade, ma
     }, execution.timeoutMs);
   }
 
-  const exit = observeExit(host, execId, streamEnded).finally(() => {
-    cancelDeadline?.();
+  // The connection lives as long as the output: descendants may write after the leader exited.
+  streamEnded.then(() => {
     host.stopping.removeEventListener("abort", onStopping);
     attach.close().catch(() => {});
   });
+  const exit = observeExit(host, execId, streamEnded).finally(() => cancelDeadline?.());
   exit.catch(() => {});
 
   return {
@@ -170,24 +171,31 @@ function stdinStream(attach: EngineUpgrade, stopping: AbortSignal): WritableStre
   }, new ByteLengthQueuingStrategy({ highWaterMark: STDIN_HIGH_WATER_MARK }));
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Poll interval while the output is still open (descendants may hold it after the leader exits). */
+const OPEN_STREAM_POLL_MS = 2_000;
+/** Longest poll interval once the output ended. */
+const ENDED_STREAM_POLL_MS = 500;
+
+function sleep(ms: number, wake: readonly Promise<unknown>[]): Promise<void> {
   return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
+    const timer = setTimeout(resolve, ms);
+    for (const promise of wake) {
+      promise.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }
   });
 }
 
 /**
  * Settle the exit receipt from `GET /exec/{id}/json`, never from the stream ending:
  * `exited` only for a non-running exec with a numeric `ExitCode` (`null` is still pending).
- * Once the sandbox is stopping, a status not yet observed is no longer trusted (the stop
- * itself kills the process): the receipt waits for compute removal and is `unavailable`.
- * While pending, the keeper is checked too: a dead keeper stops the sandbox.
+ * The exec is inspected every 2 s while its output is open (a descendant may keep the
+ * output open after the leader exited) and quickly once the output ended. Once the sandbox
+ * is stopping, a status not yet observed is no longer trusted (the stop itself kills the
+ * process): the receipt waits for compute removal and is `unavailable`. After the output
+ * ended, the keeper is checked too: a dead keeper stops the sandbox.
  */
 async function observeExit(host: SandboxHost, execId: string, streamEnded: Promise<void>): Promise<SandboxExitReceipt> {
   const unavailable: SandboxExitReceipt = Object.freeze({ kind: "unavailable", reason: "sandbox_stopped" });
@@ -196,12 +204,15 @@ async function observeExit(host: SandboxHost, execId: string, streamEnded: Promi
     if (host.stopping.aborted) resolve();
     host.stopping.addEventListener("abort", () => resolve(), { once: true });
   });
-  await Promise.race([streamEnded, stopping]);
+  let ended = false;
+  streamEnded.then(() => (ended = true));
+  await Promise.race([streamEnded, stopping, sleep(OPEN_STREAM_POLL_MS, [])]);
   for (let round = 0;; round++) {
     if (host.stopping.aborted) {
       await host.computeRemoved;
       return unavailable;
     }
+    const endedBefore = ended;
     try {
       const state = await inspectExec(host.engine, execId, { timeoutMs });
       if (host.stopping.aborted) continue;
@@ -210,7 +221,7 @@ async function observeExit(host: SandboxHost, execId: string, streamEnded: Promi
       if (isNotFound(error)) return unavailable;
       // a transient Engine failure: try again below
     }
-    if (round >= 3 && !host.stopping.aborted) {
+    if (endedBefore && round >= 3 && !host.stopping.aborted) {
       try {
         const keeper = await inspectContainer(host.engine, host.keeperId, { timeoutMs });
         if (!keeper.State.Running) {
@@ -220,6 +231,10 @@ async function observeExit(host: SandboxHost, execId: string, streamEnded: Promi
         if (isNotFound(error)) return unavailable;
       }
     }
-    await sleep(Math.min(10 * 2 ** round, 500), host.stopping);
+    if (endedBefore) await sleep(Math.min(10 * 2 ** round, ENDED_STREAM_POLL_MS), [stopping]);
+    else {
+      round = -1;
+      await sleep(OPEN_STREAM_POLL_MS, [stopping, streamEnded]);
+    }
   }
 }

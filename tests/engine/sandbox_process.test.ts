@@ -90,3 +90,17 @@ engineTest("DockerSandbox reserveProcess rejects a conflicting fixed variable an
     assert.deepEqual(await process.exit, { kind: "exited", code: 0 });
   });
 });
+
+engineTest("DockerSandbox exit receipt describes the leader even while a descendant keeps the output open", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "sleep 600 & echo leader-done; exit 3"] }).start();
+    await process.stdin.close();
+    const reader = process.stdout.getReader();
+    assert.equal(new TextDecoder().decode((await reader.read()).value), "leader-done\n");
+    assert.deepEqual(await process.exit, { kind: "exited", code: 3 });
+    assert.equal(sandbox.state, "running", "descendants live until stop()");
+    await sandbox.stop();
+    await assert.rejects(reader.read(), (error) => error instanceof SandboxStoppedError);
+    assert.deepEqual(await process.exit, { kind: "exited", code: 3 }, "an observed receipt never changes");
+  });
+});
