@@ -141,8 +141,9 @@ function checkedInteger(value: unknown, minimum: number, maximum: number, field:
  * - unread output (both streams together, measured by their byte-length queues) never exceeds
  *   `maxBufferedOutputBytes`; a piece that would exceed it faults with
  *   `SandboxOutputLimitError` instead of being kept;
- * - payloads are forwarded piecewise as they arrive, copied out of the source chunk, and no
- *   buffer is ever allocated from a declared frame length;
+ * - payloads are forwarded piecewise as they arrive (a piece that is at least half of its
+ *   source chunk as a view of it, a smaller one copied, so retained memory stays within twice
+ *   the counted bytes), and no buffer is ever allocated from a declared frame length;
  * - besides the output queues, at most a partial 8-byte header and the source chunk being
  *   split are held.
  *
@@ -323,7 +324,12 @@ export function demultiplex(
         );
         return false;
       }
-      channel.controller.enqueue(chunk.slice(offset, offset + take));
+      // A piece that is most of its chunk is handed on as a view (no copy); a small piece is
+      // copied so it never pins a large socket chunk. Retained memory thus stays within
+      // twice the counted staging bytes.
+      channel.controller.enqueue(
+        take * 2 >= end ? chunk.subarray(offset, offset + take) : chunk.slice(offset, offset + take),
+      );
       offset += take;
       payloadRemaining -= take;
     }
