@@ -47,6 +47,8 @@ export {
 } from "./lib/docker/config.ts";
 export { DockerSandbox, type DockerSandboxResources } from "./lib/docker/sandbox.ts";
 export { DockerProcessReservation } from "./lib/docker/process.ts";
+export { importDirectory } from "./lib/docker/files/import_directory.ts";
+export { exportToDirectory, type ExportToDirectoryOptions } from "./lib/docker/files/export_to_directory.ts";
 export {
   DOCKER_SANDBOX_PROFILES,
   type DockerSandboxProfile,

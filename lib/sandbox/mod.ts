@@ -83,3 +83,18 @@ export type {
   SandboxReservation,
   SandboxState,
 } from "./backend.ts";
+export { MAX_TRANSFER_FILE_BYTES, markPartialImport, partialImportOf } from "./transfer.ts";
+export type {
+  SandboxExportEntry,
+  SandboxExportOptions,
+  SandboxExportSelection,
+  SandboxFileTransfers,
+  SandboxImportEntry,
+  SandboxImportFailure,
+  SandboxImportOptions,
+  SandboxPartialImport,
+  SandboxTransferOptions,
+  SandboxTransferProgress,
+  SandboxTransferQuota,
+  SandboxTransferReceipt,
+} from "./transfer.ts";
