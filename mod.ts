@@ -6,8 +6,9 @@
  * API 1.44–1.52 over a Unix socket): one private volume at `/workspace`, one keeper
  * container with a read-only root, a non-root user, no capabilities, no-new-privileges,
  * private PID/IPC/cgroup namespaces and exact CPU/memory/PID limits; one agent process with
- * binary stdout/stderr/stdin as Web Streams and an exact exit receipt; and cleanup of
- * exactly what was created.
+ * binary stdout/stderr/stdin as Web Streams and an exact exit receipt; files in as a tar
+ * stream before the process runs (`importTree`) and out through a never-started read-only
+ * accessor after it stopped (`exportTree`); and cleanup of exactly what was created.
  *
  * @example
  * ```ts ignore

@@ -1,6 +1,8 @@
 /**
- * Quick start: a hardened sandbox on a real Docker Engine, one process with binary
- * stdin/stdout/stderr as Web Streams, its exit receipt, and cleanup with zero leftovers.
+ * Quick start: a hardened sandbox on a real Docker Engine. A small project tree goes in
+ * (`importTree`), one process with binary stdin/stdout/stderr as Web Streams works on it
+ * and writes `artifacts/`, compute stops, the artifacts come out (`exportTree`), and
+ * cleanup leaves nothing behind.
  *
  * Run it with `npm run demo`, or directly (Deno, Bun or Node ≥ 23.6):
  *
@@ -10,16 +12,34 @@
  * AGENTCELL_IMAGE must be an admissible local image (see examples/prepare-image.ts);
  * `npm run demo` prepares a busybox guest. The library itself reads no environment: the
  * example passes these values explicitly.
+ *
+ * Paths: imports land in `/workspace/work` (the process's working directory), so the
+ * imported `notes/todo.txt` is `/workspace/work/notes/todo.txt`. Export selections are
+ * relative to `/workspace`, so the process's `artifacts/` is `work/artifacts`.
  */
-import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { createDockerSandboxBackend, DockerEngine, type SandboxRecoveryRecord } from "../mod.ts";
+import {
+  createDockerSandboxBackend,
+  DockerEngine,
+  exportToDirectory,
+  importDirectory,
+  type SandboxRecoveryRecord,
+} from "../mod.ts";
 
 const endpoint = process.env.AGENTCELL_ENGINE ?? "unix:///run/agentcell-test-engine/docker.sock";
 const imageDigest = process.env.AGENTCELL_IMAGE ?? "";
-const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-quickstart-")));
+const scratch = await realpath(await mkdtemp(join(tmpdir(), "agentcell-quickstart-")));
+const spillDirectory = join(scratch, "spill");
+await mkdir(spillDirectory);
+
+// A small project on the host to hand to the agent.
+const project = join(scratch, "project");
+await mkdir(join(project, "notes"), { recursive: true });
+await writeFile(join(project, "README.md"), "# demo project\n");
+await writeFile(join(project, "notes/todo.txt"), "write the report\nship it\n");
 
 const backend = createDockerSandboxBackend({
   profile: "linux-x64-cgroupfs", // Linux x64, cgroupfs driver (cgroup v1 or v2), no LSM required
@@ -39,9 +59,24 @@ const reservation = backend.reserve(
 
 const sandbox = await reservation.start();
 try {
+  // Files go in before the process is reserved; they belong to the sandbox user.
+  const imported = await sandbox.importTree(importDirectory(project), {
+    quota: { bytes: 1024 * 1024, files: 100 },
+    deadlineAt: Date.now() + 30_000,
+  });
+  console.log(`--- imported ${imported.files} entries, ${imported.bytes} bytes`);
+
   const agent = await sandbox.reserveProcess({
     executable: "/bin/sh",
-    args: ["-c", 'while read -r line; do echo "stdout: $line"; echo "stderr: ${#line} bytes" >&2; done; echo "stdin closed; bye"'],
+    args: [
+      "-c",
+      [
+        "mkdir -p artifacts",
+        'while read -r line; do echo "stdout: $line"; echo "stderr: ${#line} bytes" >&2; echo "$line" >> artifacts/lines.txt; done',
+        'echo "$(wc -l < notes/todo.txt) todo items; greeting $GREETING" > artifacts/report.txt',
+        'echo "stdin closed; bye"',
+      ].join("; "),
+    ],
     env: { GREETING: "hello" },
   }).start();
 
@@ -58,16 +93,36 @@ try {
   ]);
   console.log("--- stdout\n" + stdout + "--- stderr\n" + stderr + "--- exit receipt");
   console.log(receipt);
+
+  // Files come out after compute stopped, through a never-started read-only accessor.
+  await sandbox.stop();
+  console.log("--- exported work/artifacts");
+  for await (const entry of await sandbox.exportTree({ kind: "subtree", path: "work/artifacts" })) {
+    const content = entry.type === "file" ? JSON.stringify(await new Response(entry.body).text()) : "";
+    console.log(`${entry.type.padEnd(9)} ${entry.mode.toString(8)} ${entry.path} ${content}`);
+  }
+
+  // Or straight into a new host directory, all or nothing.
+  const target = join(scratch, "artifacts");
+  await exportToDirectory(await sandbox.exportTree({ kind: "subtree", path: "work/artifacts" }), target, { base: "work/artifacts" });
+  console.log(`--- written to the host: ${(await readdir(target)).sort().join(", ")}`);
+  console.log((await readFile(join(target, "report.txt"), "utf8")).trim());
 } finally {
   await sandbox.destroy();
-  await rm(spillDirectory, { recursive: true, force: true });
+  await rm(scratch, { recursive: true, force: true });
 }
 
 // Zero leftovers, checked by exact identity.
 const engine = new DockerEngine(endpoint);
-const { keeperId, volumeName, networkId } = sandbox.resources;
+const { keeperId, volumeName, networkId, accessorId } = sandbox.resources;
 const leftovers: string[] = [];
-for (const path of [`/containers/${keeperId}/json`, `/volumes/${volumeName}`, ...(networkId ? [`/networks/${networkId}`] : [])]) {
+const paths = [
+  `/containers/${keeperId}/json`,
+  `/volumes/${volumeName}`,
+  ...(networkId ? [`/networks/${networkId}`] : []),
+  ...(accessorId ? [`/containers/${accessorId}/json`] : []),
+];
+for (const path of paths) {
   const reply = await engine.request("GET", path, { expect: [200, 404] });
   if (reply.status !== 404) leftovers.push(path);
 }

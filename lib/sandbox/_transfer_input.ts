@@ -38,12 +38,17 @@ const exportOptionsSchema = importOptionsSchema.extend({
   maxInMemoryPaths: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
 });
 
-/** Transfer options after validation. */
+/** Transfer options after validation; an absent option is `undefined`. */
 export interface NormalizedTransferOptions {
+  /** Deadline, milliseconds since the epoch. */
   readonly deadlineAt: number | undefined;
+  /** Most content bytes and most entries. */
   readonly quota: { readonly bytes: number | undefined; readonly files: number | undefined };
+  /** The caller's cancellation. */
   readonly signal: AbortSignal | undefined;
+  /** The caller's progress callback. */
   readonly onProgress: ((progress: SandboxTransferProgress) => void) | undefined;
+  /** Paths kept in memory before spilling (exports only). */
   readonly maxInMemoryPaths: number | undefined;
 }
 
@@ -107,13 +112,19 @@ const entrySchema = z.object({
   body: z.instanceof(ReadableStream, { error: "must be a ReadableStream" }).optional(),
 });
 
-/** An import entry after validation. */
+/** An import entry after validation (see `SandboxImportEntry` for each field). */
 export interface ParsedImportEntry {
+  /** Canonical relative path. */
   readonly path: string;
+  /** Entry type. */
   readonly type: "file" | "directory";
+  /** Permission bits, 0 … 0o7777. */
   readonly mode: number;
+  /** Seconds since the epoch, or `undefined` for the import's time. */
   readonly mtime: number | undefined;
+  /** Content bytes (0 for a directory). */
   readonly size: number;
+  /** The content, when `size` > 0 or given anyway. */
   readonly body: ReadableStream<Uint8Array> | undefined;
 }
 

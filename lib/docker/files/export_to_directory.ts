@@ -15,7 +15,17 @@ const ACTION = "export to directory";
 /** Permission bits written to the host: special bits (setuid, setgid, sticky) are dropped. */
 const HOST_MODE_MASK = 0o777;
 
-/** Options of {@linkcode exportToDirectory}. */
+/**
+ * Options of {@linkcode exportToDirectory}.
+ *
+ * @example Write a subtree's contents without its leading `work/artifacts/`
+ * ```ts
+ * import type { ExportToDirectoryOptions } from "./export_to_directory.ts";
+ *
+ * const options: ExportToDirectoryOptions = { base: "work/artifacts" };
+ * console.log(options.base);
+ * ```
+ */
 export interface ExportToDirectoryOptions {
   /**
    * A workspace-relative path that becomes the target directory itself: every entry must be

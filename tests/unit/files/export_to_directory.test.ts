@@ -1,0 +1,102 @@
+// exportToDirectory: all or nothing, through a temporary sibling renamed on success.
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { SandboxConfigurationError, SandboxConflictError, SandboxDeadlineError } from "../../../lib/sandbox/errors.ts";
+import type { SandboxExportEntry } from "../../../lib/sandbox/transfer.ts";
+import { exportToDirectory } from "../../../lib/docker/files/export_to_directory.ts";
+
+let root: string;
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), "agentcell-export-directory-"));
+});
+after(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+function dir(path: string, mode = 0o755, mtime = 1_600_000_000): SandboxExportEntry {
+  return { path, type: "directory", mode, mtime, size: 0, uid: 1, gid: 1, body: new Blob([]).stream() };
+}
+
+function file(path: string, text: string, mode = 0o644, mtime = 1_600_000_000): SandboxExportEntry {
+  const bytes = new TextEncoder().encode(text);
+  return { path, type: "file", mode, mtime, size: bytes.length, uid: 1, gid: 1, body: new Blob([bytes]).stream() };
+}
+
+async function* failingAfter(entries: SandboxExportEntry[], error: Error): AsyncGenerator<SandboxExportEntry> {
+  yield* entries;
+  throw error;
+}
+
+test("exportToDirectory writes files, modes and times, then renames into place", async () => {
+  const target = join(root, "ok");
+  const receipt = await exportToDirectory((async function* () {
+    yield dir("work", 0o750);
+    yield dir("work/ro", 0o555, 1_500_000_000);
+    yield file("work/ro/data.bin", "abc", 0o4755, 1_400_000_000);
+    yield file("work/deep/implicit.txt", "hi");
+  })(), target);
+  assert.deepEqual(receipt, { files: 4, bytes: 5 });
+  assert.equal(await readFile(join(target, "work/ro/data.bin"), "utf8"), "abc");
+  const data = await stat(join(target, "work/ro/data.bin"));
+  assert.equal(data.mode & 0o7777, 0o755, "setuid is dropped");
+  assert.equal(Math.floor(data.mtimeMs / 1000), 1_400_000_000);
+  const ro = await stat(join(target, "work/ro"));
+  assert.equal(ro.mode & 0o7777, 0o555);
+  assert.equal(Math.floor(ro.mtimeMs / 1000), 1_500_000_000);
+  assert.equal((await stat(join(target, "work"))).mode & 0o777, 0o750);
+  assert.deepEqual((await readdir(root)).filter((name) => name.includes("partial")), []);
+});
+
+test("exportToDirectory with base writes relative to the selection", async () => {
+  const target = join(root, "based");
+  const entries = new ReadableStream<SandboxExportEntry>({
+    start(controller) {
+      controller.enqueue(dir("work/artifacts", 0o711));
+      controller.enqueue(file("work/artifacts/report.json", "{}"));
+      controller.close();
+    },
+  });
+  await exportToDirectory(entries, target, { base: "work/artifacts" });
+  assert.deepEqual(await readdir(target), ["report.json"]);
+  assert.equal((await stat(target)).mode & 0o777, 0o711);
+  await assert.rejects(
+    exportToDirectory((async function* () {
+      yield file("work/other.txt", "x");
+    })(), join(root, "outside"), { base: "work/artifacts" }),
+    (error) => error instanceof SandboxConfigurationError && /outside base/.test(error.message),
+  );
+  await assert.rejects(stat(join(root, "outside")));
+});
+
+test("exportToDirectory leaves nothing behind when the entries fail midway", async () => {
+  const target = join(root, "failed");
+  const failure = new SandboxDeadlineError("Cannot export files: its deadline passed");
+  await assert.rejects(
+    exportToDirectory(failingAfter([dir("a", 0o500), file("a/b.txt", "partial")], failure), target),
+    (error) => error === failure,
+  );
+  await assert.rejects(stat(target));
+  assert.deepEqual((await readdir(root)).filter((name) => name.startsWith(".failed")), []);
+});
+
+test("exportToDirectory refuses an existing target and non-canonical entry paths", async () => {
+  const existing = join(root, "existing");
+  await mkdir(existing);
+  await assert.rejects(
+    exportToDirectory((async function* () {})(), existing),
+    (error) => error instanceof SandboxConflictError && error.code === "conflict",
+  );
+  const target = join(root, "traversal");
+  await assert.rejects(
+    exportToDirectory((async function* () {
+      yield file("../escape.txt", "x");
+    })(), target),
+    (error) => error instanceof SandboxConfigurationError && error.code === "configuration",
+  );
+  await assert.rejects(stat(target));
+  await assert.rejects(stat(join(root, "escape.txt")));
+  await assert.rejects(exportToDirectory((async function* () {})(), "relative"), SandboxConfigurationError);
+});

@@ -1,0 +1,81 @@
+// The bounds of one transfer: quotas, deadline, signals, progress, first failure wins.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  SandboxAbortedError,
+  SandboxDeadlineError,
+  SandboxQuotaError,
+  SandboxStoppedError,
+} from "../../../lib/sandbox/errors.ts";
+import type { NormalizedTransferOptions } from "../../../lib/sandbox/_transfer_input.ts";
+import { TransferGuard } from "../../../lib/docker/files/_transfer_guard.ts";
+
+function options(overrides: Partial<NormalizedTransferOptions> = {}): NormalizedTransferOptions {
+  return {
+    deadlineAt: undefined,
+    quota: { bytes: undefined, files: undefined },
+    signal: undefined,
+    onProgress: undefined,
+    maxInMemoryPaths: undefined,
+    ...overrides,
+  };
+}
+
+test("TransferGuard admits entries up to the file quota and fails before the next", () => {
+  const guard = new TransferGuard("export files", options({ quota: { files: 2, bytes: undefined } }), []);
+  guard.admit("a", 0);
+  guard.admit("b", 10);
+  assert.throws(() => guard.admit("c", 0), (error) => error instanceof SandboxQuotaError && error.code === "quota" && /'c'.*2 entries/.test(error.message));
+  assert.ok(guard.signal.aborted);
+  assert.equal(guard.files, 2);
+});
+
+test("TransferGuard checks the byte quota from declared sizes before anything moves", () => {
+  const guard = new TransferGuard("import files", options({ quota: { bytes: 10, files: undefined } }), []);
+  guard.admit("a", 6);
+  guard.admit("b", 4);
+  guard.admit("dir", 0);
+  assert.throws(() => guard.admit("c", 1), (error) => error instanceof SandboxQuotaError && /10 bytes/.test(error.message));
+  assert.equal(guard.bytes, 0);
+});
+
+test("TransferGuard fails at once for a deadline in the past and later for a future one", async () => {
+  const past = new TransferGuard("export files", options({ deadlineAt: Date.now() - 1 }), []);
+  assert.ok(past.failure instanceof SandboxDeadlineError && past.failure.code === "deadline");
+  assert.throws(() => past.check(), SandboxDeadlineError);
+
+  const soon = new TransferGuard("export files", options({ deadlineAt: Date.now() + 30 }), []);
+  assert.equal(soon.failure, undefined);
+  await new Promise((resolve) => soon.signal.addEventListener("abort", resolve, { once: true }));
+  const failure: unknown = soon.failure;
+  assert.ok(failure instanceof SandboxDeadlineError);
+});
+
+test("TransferGuard reports the caller's abort and the sandbox's stop; the first failure wins", () => {
+  const caller = new AbortController();
+  const stop = new AbortController();
+  const guard = new TransferGuard("import files", options({ signal: caller.signal }), [stop.signal]);
+  caller.abort(new Error("user"));
+  stop.abort(new SandboxStoppedError("Cannot continue: stopped"));
+  assert.ok(guard.failure instanceof SandboxAbortedError && guard.failure.code === "aborted");
+  assert.equal((guard.failure.cause as Error).message, "user");
+  assert.equal(guard.settle(new Error("later"), () => new SandboxQuotaError("x")), guard.failure);
+
+  const stopped = new AbortController();
+  stopped.abort(new SandboxStoppedError("Cannot continue: stopped"));
+  const late = new TransferGuard("import files", options(), [stopped.signal]);
+  assert.ok(late.failure instanceof SandboxStoppedError);
+});
+
+test("TransferGuard reports progress and turns a throwing callback into an abort", () => {
+  const seen: string[] = [];
+  const guard = new TransferGuard("export files", options({ onProgress: ({ files, bytes }) => void seen.push(`${files}/${bytes}`) }), []);
+  guard.admit("a", 5);
+  guard.moved(3);
+  guard.moved(2);
+  assert.deepEqual(seen, ["1/0", "1/3", "1/5"]);
+
+  const failing = new TransferGuard("export files", options({ onProgress: () => { throw new Error("boom"); } }), []);
+  assert.throws(() => failing.admit("a", 0), (error) => error instanceof SandboxAbortedError && (error.cause as Error).message === "boom");
+  assert.ok(failing.signal.aborted);
+});
