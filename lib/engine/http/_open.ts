@@ -77,6 +77,8 @@ export async function openExchange(
     request.body,
     guard,
   );
+  // A failed exchange stops the upload, which cancels a body stream waiting for its next chunk.
+  guard.onFailure(() => upload.stop());
   let headRead = false;
   upload.done.then(() => {
     if (headRead) return;

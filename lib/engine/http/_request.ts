@@ -167,14 +167,15 @@ export class RequestUpload {
         const chunk = result.value;
         for (let offset = 0; offset < chunk.byteLength; offset += MAX_CHUNK_BYTES) {
           const slice = chunk.subarray(offset, offset + MAX_CHUNK_BYTES);
-          await writer.write(
-            concatBytes([encoder.encode(slice.byteLength.toString(16)), CRLF, slice, CRLF]),
-          );
+          // Two writes per chunk and no copy of the data: the CRLF that ends the previous
+          // chunk travels with this chunk's size line.
+          await writer.write(encoder.encode(`${this.#bytes > 0 ? "\r\n" : ""}${slice.byteLength.toString(16)}\r\n`));
+          await writer.write(slice);
           this.#bytes += slice.byteLength;
           if (this.#stopped) return false;
         }
       }
-      await writer.write(LAST_CHUNK);
+      await writer.write(this.#bytes > 0 ? concatBytes([CRLF, LAST_CHUNK]) : LAST_CHUNK);
       complete = true;
       return true;
     } finally {
