@@ -13,6 +13,6 @@ if [ -z "${AGENTCELL_TEST_ENGINE:-}" ]; then
   AGENTCELL_TEST_ENGINE=$(bash scripts/test-engine.sh start | tail -n 1) || exit 1
   export AGENTCELL_TEST_ENGINE
 fi
-[ -n "$started" ] && trap 'bash scripts/test-engine.sh stop' EXIT
+[ -n "$started" ] && trap 'env -u AGENTCELL_TEST_ENGINE bash scripts/test-engine.sh stop' EXIT
 AGENTCELL_IMAGE=$(bash scripts/guest-images.sh busybox) || exit 1
 AGENTCELL_ENGINE=$AGENTCELL_TEST_ENGINE AGENTCELL_IMAGE=$AGENTCELL_IMAGE node examples/quickstart.ts

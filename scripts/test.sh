@@ -27,7 +27,7 @@ failed_steps=()
 started_engine=""
 
 cleanup() {
-  if [ -n "$started_engine" ]; then bash scripts/test-engine.sh stop || true; fi
+  if [ -n "$started_engine" ]; then env -u AGENTCELL_TEST_ENGINE bash scripts/test-engine.sh stop || true; fi
   rm -rf "$OUT"
 }
 trap cleanup EXIT
