@@ -38,14 +38,20 @@ export async function connectUnix(
   return socketConnectionFromRaw(nodeSocket(socket));
 }
 
+/** Bytes Node may buffer for the socket before a write waits for `drain`. */
+const WRITE_BUFFER_BYTES = 256 * 1024;
+
 function open(path: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
     // net.Socket hands Duplex options on to its stream; @types/node does not list this one.
     // With 0 the socket reads from the kernel only when `read()` finds its buffer empty.
-    const socketOptions: NetConnectOpts & { readableHighWaterMark: number } = {
+    // Writes resolve once Node buffered them below WRITE_BUFFER_BYTES, so the next piece is
+    // produced while earlier ones are still reaching the kernel.
+    const socketOptions: NetConnectOpts & { readableHighWaterMark: number; writableHighWaterMark: number } = {
       path,
       allowHalfOpen: true,
       readableHighWaterMark: 0,
+      writableHighWaterMark: WRITE_BUFFER_BYTES,
     };
     const socket = createConnection(socketOptions);
     const onError = (error: Error) => {
@@ -102,7 +108,20 @@ function nodeSocket(socket: Socket): RawSocket {
       return new Promise((resolve, reject) => {
         if (failure !== undefined) return reject(failure);
         if (closed || socket.writableEnded) return reject(new Error("socket is closed"));
-        socket.write(chunk, (error) => error ? reject(error) : resolve());
+        const accepted = socket.write(chunk, (error) => {
+          if (error) failure ??= error;
+        });
+        if (accepted) return resolve();
+        // Above the buffer bound: wait until Node drained it (or the socket failed).
+        const settle = () => {
+          socket.off("drain", settle);
+          socket.off("close", settle);
+          if (failure !== undefined) reject(failure);
+          else if (closed) reject(new Error("socket is closed"));
+          else resolve();
+        };
+        socket.on("drain", settle);
+        socket.on("close", settle);
       });
     },
     shutdown() {
