@@ -76,9 +76,12 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     if (left <= 0) throw new SandboxDeadlineError(`Cannot start sandbox: the startup deadline of ${policy.deadlines.startupMs} ms elapsed`);
     return left;
   };
+  // Observations (inspect, version, info) take the caller's signal and end at once when it
+  // aborts; creates take only the deadline, so a dispatched create is joined and its
+  // outcome known before cleanup.
   const checkpoint = () => {
     if (signal?.aborted) throw new SandboxAbortedError("Cannot start sandbox: aborted", { cause: signal.reason });
-    return { timeoutMs: remaining() };
+    return { timeoutMs: remaining(), signal };
   };
   const revision = backendRevision(settings.profile.name);
   const labels = (role: SandboxResourceRole) => resourceLabels(settings.namespace, reservationId, role, revision);
@@ -91,6 +94,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
   );
   const created: { volume?: string; network?: string; keeper?: string } = {};
   const cleanupMs = policy.deadlines.cleanupMs;
+  log.bound(() => ({ timeoutMs: remaining(), signal }));
 
   try {
     admitHost(settings.profile, { platform: process.platform, arch: process.arch });
@@ -160,6 +164,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     return { keeperId: keeper.id, volumeName: names.volume, networkId, spec, log };
   } catch (error) {
     const failure = asSandboxError(error, "start sandbox");
+    log.bound(() => ({ timeoutMs: cleanupMs }));
     const cleanup: unknown[] = [];
     const attempt = async (role: SandboxResourceRole, remove: () => Promise<unknown>) => {
       try {

@@ -75,6 +75,12 @@ export class DockerProcessReservation implements SandboxProcessReservation {
       if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
       throw asSandboxError(error, "start process");
     }
+    // A stop that raced the start: the Engine may already be writing its own error text
+    // into the stream, which must never reach the caller as the process's output.
+    if (host.stopping.aborted) {
+      attach.abort(host.stopping.reason);
+      throw host.stopping.reason as SandboxError;
+    }
     return runProcess(host, execId, attach, request.maxBufferedOutputBytes);
   }
 }
@@ -92,22 +98,26 @@ function runProcess(host: SandboxHost, execId: string, attach: EngineUpgrade, ma
   });
   const streamEnded = output.done.then(() => undefined, () => undefined);
 
-  let cancelDeadline: (() => void) | undefined;
+  // The execution deadline bounds the process and everything it started: it runs until the
+  // sandbox stops, not merely until the leader exits.
   const execution = host.policy.execution;
   if (execution.kind === "deadline") {
-    cancelDeadline = setLongTimeout(() => {
+    const cancelDeadline = setLongTimeout(() => {
       host.stopFor(
         new SandboxDeadlineError(`Cannot continue process: its execution deadline of ${execution.timeoutMs} ms elapsed`),
       ).catch(() => {});
     }, execution.timeoutMs);
+    host.stopping.addEventListener("abort", cancelDeadline, { once: true });
   }
 
-  // The connection lives as long as the output: descendants may write after the leader exited.
+  // The connection lives as long as the output. Descendants may write after the leader
+  // exited, but the Engine ends the stream about 2 s after the leader's exit (as with
+  // `docker exec`), so later output of descendants is not delivered.
   streamEnded.then(() => {
     host.stopping.removeEventListener("abort", onStopping);
     attach.close().catch(() => {});
   });
-  const exit = observeExit(host, execId, streamEnded).finally(() => cancelDeadline?.());
+  const exit = observeExit(host, execId, streamEnded);
   exit.catch(() => {});
 
   return {

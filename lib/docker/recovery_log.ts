@@ -6,7 +6,7 @@
  * @module
  */
 import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "../sandbox/backend.ts";
-import { SandboxEngineError } from "../sandbox/errors.ts";
+import { SandboxAbortedError, SandboxDeadlineError, SandboxEngineError } from "../sandbox/errors.ts";
 import type { SandboxResourceNames, SandboxResourceRole } from "./names.ts";
 
 /** Schema name of the records this backend writes. */
@@ -59,6 +59,7 @@ export interface RecoveryIdentity {
 export class RecoveryLog {
   #record: DockerSandboxRecoveryRecord;
   readonly #port: SandboxRecoveryPort;
+  #limit: () => { timeoutMs: number; signal?: AbortSignal } = () => ({ timeoutMs: 30_000 });
 
   /** Start from the planned record of a reservation. */
   constructor(
@@ -78,12 +79,40 @@ export class RecoveryLog {
     return this.#record;
   }
 
+  /**
+   * Bound every later `record()` call: a port that does not settle within `timeoutMs`
+   * fails with {@linkcode SandboxDeadlineError}, one whose `signal` aborts with
+   * {@linkcode SandboxAbortedError}. Startup bounds it by its remaining startup time,
+   * cleanup by `deadlines.cleanupMs`.
+   */
+  bound(limit: () => { timeoutMs: number; signal?: AbortSignal }): void {
+    this.#limit = limit;
+  }
+
   /** Persist the record as it is (the planned record, before any effect). */
   async persist(): Promise<void> {
+    const { timeoutMs, signal } = this.#limit();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    const bounded = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new SandboxDeadlineError(`Cannot persist the recovery record: the recovery port did not settle within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      onAbort = () => reject(new SandboxAbortedError("Cannot persist the recovery record: aborted", { cause: signal?.reason }));
+      if (signal?.aborted) onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
     try {
-      await this.#port.record(this.#record);
-    } catch (cause) {
-      throw new SandboxEngineError("Cannot persist the recovery record: the recovery port failed", { cause });
+      await Promise.race([
+        Promise.resolve().then(() => this.#port.record(this.#record)).catch((cause) => {
+          throw new SandboxEngineError("Cannot persist the recovery record: the recovery port failed", { cause });
+        }),
+        bounded,
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
     }
   }
 

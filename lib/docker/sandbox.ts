@@ -29,6 +29,7 @@ import { resourceLabels, type SandboxResourceNames } from "./names.ts";
 import { DockerProcessReservation } from "./process.ts";
 import { asSandboxError } from "./_engine_errors.ts";
 import { type AccessorContext, createAccessor, findAccessor, verifyAccessor } from "./files/accessor.ts";
+import { claimExportSlot } from "./files/_export_slot.ts";
 import { openExport } from "./files/export_tree.ts";
 import { importTreeInto } from "./files/import_tree.ts";
 import { TransferGuard } from "./files/_transfer_guard.ts";
@@ -114,6 +115,31 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
     let resolve!: () => void;
     const promise = new Promise<void>((r) => (resolve = r));
     this.#computeRemoved = { promise, resolve };
+    acquired.log.bound(() => ({ timeoutMs: policy.deadlines.cleanupMs }));
+    this.#watchKeeper();
+  }
+
+  /**
+   * Notice a keeper that stops on its own (killed from inside, OOM, removed from outside):
+   * one long-poll `POST /containers/{id}/wait?condition=not-running` per sandbox, no timer.
+   * When it answers while the sandbox is running, the sandbox stops (and cleans up) with a
+   * `SandboxStoppedError`. The request ends with `stop()`.
+   */
+  #watchKeeper(): void {
+    const signal = this.#stopping.signal;
+    (async () => {
+      const response = await this.#engine.stream("POST", `/containers/${encodeURIComponent(this.#acquired.keeperId)}/wait`, {
+        query: { condition: "not-running" },
+        maxBodyBytes: 64 * 1024,
+        signal,
+      });
+      await response.body.pipeTo(new WritableStream());
+      if (!signal.aborted) {
+        await this.#stopFor(new SandboxStoppedError("Cannot continue: the keeper container stopped on its own"));
+      }
+    })().catch(() => {
+      // Ended by stop(), or the Engine connection failed: there is nothing to report to.
+    });
   }
 
   /** `running`, `stopped` (compute removed or being removed) or `destroyed`. */
@@ -242,12 +268,19 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
    * options' deadline, quota and signal arrive as the stream's error. Cancel the stream to
    * stop early (that closes the connection and removes spill files).
    *
+   * One export at a time: while the Engine streams an archive it holds the container's lock,
+   * so until the returned stream is read to its end, errors or is cancelled, another
+   * `exportTree` of this sandbox rejects at once with `SandboxStateError`. An abandoned,
+   * uncancelled stream keeps the sandbox's export slot until its `deadlineAt`, `signal` or
+   * `destroy()` ends it.
+   *
    * @param selection What to export (see {@linkcode SandboxExportSelection}).
    * @param options `deadlineAt`, `quota`, `signal`, `onProgress`, `maxInMemoryPaths`
    *   (default 65,536; past it path checks spill to the backend's `spillDirectory`).
    * @returns The entry stream (high-water mark 0).
    * @throws {SandboxStateError} `invalid_state`: compute is running, compute removal did not
-   *   complete, or the sandbox is destroyed (or being destroyed)
+   *   complete, the sandbox is destroyed (or being destroyed), or another export of this
+   *   sandbox is still open
    * @throws {SandboxConfigurationError} `configuration`: invalid selection or options; the
    *   selected path or an ancestor is missing, a symlink or of the wrong type
    * @throws {SandboxDeadlineError} / {SandboxAbortedError} / {SandboxEngineError} before the
@@ -274,6 +307,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
       await this.#stopTask?.catch(() => {});
       if (!this.#removed.keeper) throw refuse("compute removal did not complete; call stop() again");
     }
+    const release = claimExportSlot(this);
+    if (release === undefined) throw refuse("another export of this sandbox is still open; read it to the end or cancel it");
     const guard = new TransferGuard(action, parsed, [this.#destroying.signal]);
     try {
       guard.check();
@@ -283,8 +318,10 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
         accessorId,
         spillDirectory: this.#settings.spillDirectory,
         timeoutMs: this.#policy.deadlines.startupMs,
+        release,
       }, target, parsed, guard);
     } catch (error) {
+      release();
       guard.dispose();
       throw guard.settle(error, (cause) => asSandboxError(cause, action));
     }

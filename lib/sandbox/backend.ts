@@ -132,7 +132,7 @@ export interface SandboxReservation {
    *
    * @param options Optional cancellation signal.
    * @returns The running sandbox.
-   * @throws {SandboxConflictError} When the reservation was already started.
+   * @throws {SandboxStateError} When the reservation was already started.
    * @throws {SandboxAbortedError} When `options.signal` aborted startup.
    * @throws {SandboxDeadlineError} When startup exceeded `deadlines.startupMs`.
    * @throws {SandboxEngineError} When the engine failed or its state is not acceptable.
@@ -171,7 +171,7 @@ export type SandboxState = "starting" | "running" | "stopped" | "destroyed";
  *   const process = await sandbox.reserveProcess({ executable: "/bin/true" }).start();
  *   await process.exit;
  *   await sandbox.stop();
- *   console.log(sandbox.state, sandbox.stopCause); // "stopped" undefined
+ *   console.log(sandbox.state, sandbox.stopCause?.code); // "stopped" "stopped"
  * }
  * ```
  */
@@ -181,9 +181,9 @@ export interface Sandbox extends AsyncDisposable {
   /** Current lifecycle state. */
   readonly state: SandboxState;
   /**
-   * Why compute stopped when the backend stopped it on its own (output limit, framing error,
-   * abandoned output, execution deadline, engine failure); `undefined` while running and after
-   * a stop the caller requested.
+   * Why compute stopped: the backend's own reason (output limit, framing error, abandoned
+   * output, execution deadline, a keeper that stopped on its own) or a `SandboxStoppedError`
+   * for a stop the caller requested; `undefined` while running.
    */
   readonly stopCause: SandboxError | undefined;
   /**
@@ -194,8 +194,8 @@ export interface Sandbox extends AsyncDisposable {
    * @returns The inert process reservation.
    * @throws {SandboxConfigurationError} When the request is invalid or conflicts with the fixed
    *   guest environment (the message names the field).
-   * @throws {SandboxStateError} When the sandbox is not running.
-   * @throws {SandboxConflictError} When a process was already reserved.
+   * @throws {SandboxStoppedError} (or the stop cause) When the sandbox is not running.
+   * @throws {SandboxStateError} When a process was already reserved.
    */
   reserveProcess(request: SandboxProcessRequest): SandboxProcessReservation;
   /**

@@ -234,7 +234,7 @@ export interface SandboxProcessReservation {
    *
    * @param options Optional cancellation signal.
    * @returns The running process.
-   * @throws {SandboxConflictError} When the reservation was already started.
+   * @throws {SandboxStateError} When the reservation was already started.
    * @throws {SandboxStoppedError} When the sandbox was stopped.
    * @throws {SandboxAbortedError} When `options.signal` aborted startup.
    * @throws {SandboxEngineError} When the Docker Engine failed.

@@ -7,6 +7,7 @@ import {
   SandboxAbortedError,
   SandboxConfigurationError,
   SandboxConflictError,
+  SandboxStoppedError,
   SandboxUnsupportedError,
 } from "../../lib/sandbox/errors.ts";
 import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
@@ -214,4 +215,28 @@ engineTest("DockerSandbox rejects an image that does not exist locally", async (
     await assert.rejects(reservation.start(), (error) => error instanceof SandboxUnsupportedError && /no such local image/.test(error.message));
     await assertNameAbsent(engine, "volumes", reservation.names.volume);
   }, `sha256:${"ab".repeat(32)}`);
+});
+
+engineTest("DockerSandbox notices a keeper that stops on its own, reports stopped and cleans up compute", async (engine) => {
+  await withBackend(async (backend) => {
+    const sandbox = await backend.reserve({ policy: testPolicy }, recordingPort()).start();
+    try {
+      const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "kill -TERM 1; sleep 60"] }).start();
+      await process.stdin.close();
+      // the leader dies with the keeper: observed as killed, or unobservable once compute is gone
+      const receipt = await process.exit;
+      assert.ok(receipt.kind === "unavailable" || (receipt.kind === "exited" && receipt.code === 137), JSON.stringify(receipt));
+      for (let i = 0; i < 100 && sandbox.state === "running"; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(sandbox.state, "stopped");
+      assert.ok(sandbox.stopCause instanceof SandboxStoppedError && /keeper container stopped on its own/.test(sandbox.stopCause.message));
+      await sandbox.stop();
+      await assert.rejects(
+        engine.request("GET", `/containers/${sandbox.resources.keeperId}/json`),
+        (error) => error instanceof DockerEngineError && error.code === "not_found",
+      );
+    } finally {
+      await sandbox.destroy();
+      await assertGone(engine, sandbox);
+    }
+  });
 });
