@@ -35,6 +35,10 @@ export const MIN_MEMORY_BYTES = 6 * MIB;
  */
 export const MAX_CPUS = 1024;
 
+/** Smallest CPU limit accepted (`resources.cpus`): the Docker Engine's minimum, 0.01 CPU. */
+export const MIN_CPUS = 0.01;
+/** Smallest PID limit accepted (`resources.pids`): 8 (the keeper and exec setup need a few). */
+export const MIN_PIDS = 8;
 /**
  * Largest PID limit accepted (`resources.pids`): Linux's `PID_MAX_LIMIT`, 4,194,304.
  *
@@ -182,14 +186,17 @@ export interface SandboxDeadlines {
  */
 export interface SandboxResources {
   /**
-   * CPU limit in CPUs, a finite number from 0.000000001 to 1024. A Docker backend converts it
-   * to `NanoCpus = Math.round(cpus * 1e9)`; the lower bound keeps that at least 1 (0 would mean
-   * unlimited). The Docker Engine may apply its own stricter minimum and the host's CPU count.
+   * CPU limit in CPUs, a finite number from 0.01 to 1024. A Docker backend converts it to
+   * `NanoCpus = Math.round(cpus * 1e9)`; 0.01 CPU is the Docker Engine's smallest quota (it
+   * also refuses more CPUs than the host has).
    */
   readonly cpus: number;
   /** Memory limit in bytes, an integer from 6 MiB (6,291,456) to 2^53 - 1. */
   readonly memoryBytes: number;
-  /** Maximum number of processes and threads, an integer from 1 to 4,194,304. */
+  /**
+   * Maximum number of processes and threads, an integer from 8 to 4,194,304 (the keeper,
+   * its sleep and the Engine's exec setup need a few: below 8 an exec fails to start).
+   */
   readonly pids: number;
 }
 
@@ -365,7 +372,7 @@ function integerFrom(
 
 const tmpfsSentence =
   `must be an integer from ${MIN_TMPFS_BYTES} bytes to policy.resources.memoryBytes`;
-const cpusSentence = `must be a number of CPUs from 0.000000001 to ${MAX_CPUS}`;
+const cpusSentence = `must be a number of CPUs from ${MIN_CPUS} to ${MAX_CPUS}`;
 
 /**
  * zod schema of {@linkcode SandboxPolicyInput}: field types and ranges, unknown fields
@@ -395,10 +402,10 @@ export const sandboxPolicyInputSchema: z.ZodType<SandboxPolicyInput> = z.strictO
   }).optional(),
   resources: z.strictObject({
     cpus: z.number({ error: expect(cpusSentence) })
-      .gte(1e-9, { error: expect(cpusSentence) })
+      .gte(MIN_CPUS, { error: expect(cpusSentence) })
       .lte(MAX_CPUS, { error: expect(cpusSentence) }),
     memoryBytes: integerFrom(MIN_MEMORY_BYTES, Number.MAX_SAFE_INTEGER, "bytes"),
-    pids: integerFrom(1, MAX_PIDS, "processes"),
+    pids: integerFrom(MIN_PIDS, MAX_PIDS, "processes"),
   }),
   network: z.enum(["isolated", "outbound"], {
     error: expect('must be "isolated" or "outbound"'),

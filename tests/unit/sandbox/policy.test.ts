@@ -74,7 +74,7 @@ test("normalizePolicy caps default tmpfs sizes at the memory limit", () => {
 });
 
 test("normalizePolicy accepts the smallest and largest CPU limits", () => {
-  for (const cpus of [1e-9, 0.01, 1024]) {
+  for (const cpus of [0.01, 0.5, 1024]) {
     assert.equal(normalizePolicy({ resources: { ...resources, cpus } }).resources.cpus, cpus);
   }
 });
@@ -98,6 +98,8 @@ test("normalizePolicy rejects invalid fields naming the field path", () => {
     [{ resources: { ...resources, memoryBytes: 2 ** 53 } }, "policy.resources.memoryBytes"],
     [{ resources: { ...resources, memoryBytes: 8 * MIB + 0.5 } }, "policy.resources.memoryBytes"],
     [{ resources: { ...resources, pids: 0 } }, "policy.resources.pids"],
+    [{ resources: { ...resources, pids: 7 } }, "policy.resources.pids"],
+    [{ resources: { ...resources, cpus: 0.009 } }, "policy.resources.cpus"],
     [{ resources: { ...resources, pids: 4_194_305 } }, "policy.resources.pids"],
     [{ resources: { ...resources, pids: 2.5 } }, "policy.resources.pids"],
     [{ resources: { ...resources, swap: 1 } }, "policy.resources.swap"],
