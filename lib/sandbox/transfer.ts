@@ -180,7 +180,12 @@ export interface SandboxExportOptions extends SandboxTransferOptions {
  * One regular file or directory to import. Ownership is not part of it: the backend writes
  * every entry as the sandbox user so the non-root process can use it.
  *
- * `TarEntry` values from `readTar` and {@linkcode SandboxExportEntry} values fit this shape.
+ * `TarEntry` values from `readTar` and {@linkcode SandboxExportEntry} values do not fit this
+ * shape as they are: their directories carry an (empty, closed) `body`, which an import
+ * rejects, and an export's paths are relative to the workspace (`work/…`), an import's to
+ * the import root (for the Docker backend `/workspace/work`). To import exported entries,
+ * strip the selection's prefix (`work/`) from each path, drop the entry equal to it, and give
+ * directories no body (cancel it); `uid` and `gid` are ignored.
  *
  * @example
  * ```ts
@@ -256,6 +261,9 @@ export type SandboxExportSelection =
  * Provisional: an entry, its bytes and the totals handed out so far count only once the
  * entry stream closes without error (a later byte of the archive can still make the export
  * fail, and duplicate checks past the in-memory bound run at its end).
+ *
+ * Not a {@linkcode SandboxImportEntry} as it is: see there for the conversion (paths relative
+ * to the import root, no directory body).
  *
  * @example
  * ```ts

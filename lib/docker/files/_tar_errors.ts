@@ -4,7 +4,8 @@
  * Export (reading the Engine's archive):
  * - content this backend does not export — a link, symlink, device, FIFO or sparse record,
  *   extended attributes or other PAX keys, a file above 8 GiB − 1, a name that is not valid
- *   UTF-8 or not canonical — is `SandboxUnsupportedError` (`unsupported`);
+ *   UTF-8 (a header name, or a PAX record that is not UTF-8) or not canonical — is
+ *   `SandboxUnsupportedError` (`unsupported`);
  * - a spill file that cannot be written or removed is `SandboxConfigurationError`
  *   (`configuration`: the spill directory is unusable);
  * - anything else (bad checksum, framing, truncation, duplicates) is `SandboxEngineError`
@@ -45,7 +46,9 @@ const HOST_FAILURE: ReadonlySet<TarErrorCode> = new Set<TarErrorCode>(["spill_io
 export function exportTarError(error: TarError, action: string, where: string | undefined): SandboxError {
   const reason = error.message.replace(/^Cannot read archive: /u, "");
   const at = where === undefined ? "" : ` (at '${where}')`;
-  if (UNSUPPORTED_CONTENT.has(error.code)) {
+  // The Engine writes a name that is not UTF-8 as a PAX `path` record with its raw bytes.
+  const nonUtf8Name = error.code === "pax_record" && error.message.includes("PAX record is not valid UTF-8");
+  if (UNSUPPORTED_CONTENT.has(error.code) || nonUtf8Name) {
     const what = error.code === "unsupported_type"
       ? "an entry that is neither a regular file nor a directory (a symlink, hard link, device, FIFO or sparse file)"
       : "an entry this backend does not export";

@@ -66,10 +66,14 @@ interface Placed {
  *   must.
  * @param options See {@linkcode ExportToDirectoryOptions}.
  * @returns `{ files, bytes }`: entries written (directories included) and content bytes.
- * @throws {SandboxConfigurationError} `configuration`: `hostPath` not absolute, an entry path
- *   not canonical or outside `base`, an entry that is neither a file nor a directory.
+ * @throws {SandboxConfigurationError} `configuration`: `hostPath` not absolute, its parent
+ *   directory missing, an entry path not canonical or outside `base`, an entry that is
+ *   neither a file nor a directory.
  * @throws {SandboxConflictError} `conflict`: `hostPath` exists (checked before and right
  *   before the rename).
+ * Every failure cancels `entries` (a stream) or returns its iterator, including a failure
+ * of these checks before anything was read: an unread export stream would keep the
+ * Engine's archive request, and with it the sandbox's export slot, open.
  * Errors of the entry stream (the export's `SandboxError`s) and of the host file system
  * (`ENOSPC`, `EACCES`, …) propagate unchanged after the cleanup.
  *
@@ -88,13 +92,23 @@ export async function exportToDirectory(
   hostPath: string,
   options: ExportToDirectoryOptions = {},
 ): Promise<SandboxTransferReceipt> {
-  if (typeof hostPath !== "string" || !isAbsolute(hostPath) || hostPath.includes("\0") || basename(hostPath) === "") {
-    throw new SandboxConfigurationError(`Cannot ${ACTION}: hostPath must be an absolute path below a directory`);
+  checkEntries(entries);
+  let temporary: string;
+  let base: string | undefined;
+  try {
+    if (typeof hostPath !== "string" || !isAbsolute(hostPath) || hostPath.includes("\0") || basename(hostPath) === "") {
+      throw new SandboxConfigurationError(`Cannot ${ACTION}: hostPath must be an absolute path below a directory`);
+    }
+    base = options?.base === undefined ? undefined : parseSandboxRelativePath(options.base, "options.base");
+    await assertAbsent(hostPath);
+    temporary = join(dirname(hostPath), `.${basename(hostPath)}.agentcell-${crypto.randomUUID()}.partial`);
+    await makeTemporary(temporary, hostPath);
+  } catch (error) {
+    // Nothing was read: release the source (an export's archive request stays open, and
+    // holds the Engine's container lock, until its stream is cancelled).
+    await discard(entries, error);
+    throw error;
   }
-  const base = options.base === undefined ? undefined : parseSandboxRelativePath(options.base, "options.base");
-  await assertAbsent(hostPath);
-  const temporary = join(dirname(hostPath), `.${basename(hostPath)}.agentcell-${crypto.randomUUID()}.partial`);
-  await mkdir(temporary, { mode: 0o700 });
   const iterator = iterate(entries);
   let finished = false;
   try {
@@ -110,6 +124,17 @@ export async function exportToDirectory(
   }
 }
 
+/** Creates the temporary sibling; a missing (or non-directory) parent is a caller error. */
+async function makeTemporary(temporary: string, hostPath: string): Promise<void> {
+  try {
+    await mkdir(temporary, { mode: 0o700 });
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: the parent directory of '${hostPath}' does not exist`, { cause: error });
+  }
+}
+
 async function assertAbsent(path: string): Promise<void> {
   try {
     await lstat(path);
@@ -120,13 +145,26 @@ async function assertAbsent(path: string): Promise<void> {
   throw new SandboxConflictError(`Cannot ${ACTION}: '${path}' already exists`);
 }
 
+/** Checks that `entries` is a stream or an async iterable, without reading it. */
+function checkEntries(entries: unknown): void {
+  if (entries instanceof ReadableStream) return;
+  if (entries !== null && typeof entries === "object" && typeof (entries as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function") return;
+  throw new SandboxConfigurationError(`Cannot ${ACTION}: entries must be a ReadableStream or an async iterable`);
+}
+
+/** Releases unread entries: cancels a stream, returns an async iterable's iterator. */
+async function discard(entries: ReadableStream<SandboxExportEntry> | AsyncIterable<SandboxExportEntry>, reason: unknown): Promise<void> {
+  try {
+    if (entries instanceof ReadableStream) await entries.cancel(reason);
+    else await entries[Symbol.asyncIterator]().return?.(undefined);
+  } catch {
+    // a locked stream or a failing iterator: nothing more this helper can release
+  }
+}
+
 /** An async iterator over either input (a stream is cancelled by `return()`). */
 function iterate(entries: ReadableStream<SandboxExportEntry> | AsyncIterable<SandboxExportEntry>): AsyncIterator<SandboxExportEntry> {
-  if (entries instanceof ReadableStream) return entries.values();
-  if (entries !== null && typeof entries === "object" && typeof entries[Symbol.asyncIterator] === "function") {
-    return entries[Symbol.asyncIterator]();
-  }
-  throw new SandboxConfigurationError(`Cannot ${ACTION}: entries must be a ReadableStream or an async iterable`);
+  return entries instanceof ReadableStream ? entries.values() : entries[Symbol.asyncIterator]();
 }
 
 /** Where an entry goes below the target, or `""` for the target itself. */

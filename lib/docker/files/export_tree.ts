@@ -38,6 +38,11 @@ export interface ExportHost {
   readonly spillDirectory: string;
   /** Deadline of each `HEAD` request, milliseconds. */
   readonly timeoutMs: number;
+  /**
+   * Called once the returned stream ends (closes, errors or is cancelled): frees the
+   * sandbox's export slot. Not called when `openExport` rejects (the caller frees it then).
+   */
+  readonly release: () => void;
 }
 
 /**
@@ -85,7 +90,7 @@ export async function openExport(
     await archive.cancel(error).catch(() => {});
     throw error;
   }
-  return exportStream(entries, target, guard);
+  return exportStream(entries, target, guard, host.release);
 }
 
 const KIND_WORDS: Readonly<Record<ContainerPathKind, string>> = {
@@ -161,8 +166,14 @@ function exportError(error: unknown, target: Target): SandboxError {
 /**
  * The entry stream handed to the caller. A failure of the guard (deadline, abort, destroy)
  * ends it at once, even while nobody reads, so the connection closes and spill files go.
+ * However it ends (closed, errored, cancelled), `release` frees the sandbox's export slot.
  */
-function exportStream(entries: ReadableStream<TarEntry>, target: Target, guard: TransferGuard): ReadableStream<SandboxExportEntry> {
+function exportStream(
+  entries: ReadableStream<TarEntry>,
+  target: Target,
+  guard: TransferGuard,
+  release: () => void,
+): ReadableStream<SandboxExportEntry> {
   const reader = entries.getReader();
   let first = true;
   let ended = false;
@@ -171,6 +182,7 @@ function exportStream(entries: ReadableStream<TarEntry>, target: Target, guard: 
     ended = true;
     guard.dispose();
     guard.signal.removeEventListener("abort", onAbort);
+    release();
   };
   const onAbort = () => {
     if (ended) return;

@@ -100,3 +100,39 @@ test("exportToDirectory refuses an existing target and non-canonical entry paths
   await assert.rejects(stat(join(root, "escape.txt")));
   await assert.rejects(exportToDirectory((async function* () {})(), "relative"), SandboxConfigurationError);
 });
+
+test("exportToDirectory cancels the entries when its checks fail before reading (existing target, missing parent, bad path)", async () => {
+  const existing = join(root, "taken");
+  await mkdir(existing);
+  const cases: [string, (error: unknown) => boolean][] = [
+    [existing, (error) => error instanceof SandboxConflictError && error.code === "conflict"],
+    [join(root, "missing-parent/target"), (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && /parent directory/.test(error.message)],
+    ["relative", (error) => error instanceof SandboxConfigurationError && error.code === "configuration"],
+  ];
+  for (const [hostPath, check] of cases) {
+    let cancelled: unknown = "not cancelled";
+    const stream = new ReadableStream<SandboxExportEntry>({
+      pull(controller) {
+        controller.enqueue(dir("work"));
+      },
+      cancel(reason) {
+        cancelled = reason;
+      },
+    }, { highWaterMark: 0 });
+    await assert.rejects(exportToDirectory(stream, hostPath), check);
+    assert.ok(check(cancelled), `the stream is cancelled with the error for ${hostPath}`);
+    let returned = false;
+    const iterable: AsyncIterable<SandboxExportEntry> = {
+      [Symbol.asyncIterator]: () => ({
+        next: () => Promise.resolve({ done: false, value: dir("work") }),
+        return: () => {
+          returned = true;
+          return Promise.resolve({ done: true, value: undefined });
+        },
+      }),
+    };
+    await assert.rejects(exportToDirectory(iterable, hostPath), check);
+    assert.ok(returned, `the iterator is returned for ${hostPath}`);
+  }
+  assert.deepEqual((await readdir(root)).filter((name) => name.includes("partial")), []);
+});
