@@ -81,7 +81,7 @@ async function child(task: ChildTask): Promise<void> {
     "export-ours": async () => {
       const options = normalizeTransferOptions({}, "export files", true);
       const guard = new TransferGuard("export files", options, []);
-      const host = { engine, accessorId: task.containerId, spillDirectory: task.spillDirectory, timeoutMs: 30_000 };
+      const host = { engine, accessorId: task.containerId, spillDirectory: task.spillDirectory, timeoutMs: 30_000, release: () => {} };
       let bytes = 0;
       for await (const entry of await openExport(host, { kind: "workspace" }, options, guard)) {
         for await (const chunk of entry.body) bytes += chunk.length;

@@ -15,6 +15,17 @@ function json(body: unknown): string {
   return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`;
 }
 
+function backendOn(socketPath: string, spillDirectory: string) {
+  return createDockerSandboxBackend({
+    profile: "linux-x64-cgroupfs",
+    endpoint: `unix://${socketPath}`,
+    namespace: "unit",
+    spillDirectory,
+    imageDigest: image,
+    user: { uid: 1000, gid: 1000 },
+  });
+}
+
 async function withSpill(fn: (spill: string) => Promise<void>): Promise<void> {
   const spill = await realpath(await mkdtemp(join(tmpdir(), "agentcell-spill-")));
   try {
@@ -31,14 +42,7 @@ test("DockerSandboxReservation.start ends at once when its signal aborts during 
   });
   try {
     await withSpill(async (spillDirectory) => {
-      const backend = createDockerSandboxBackend({
-        profile: "linux-x64-cgroupfs",
-        endpoint: `unix://${engine.socketPath}`,
-        namespace: "unit",
-        spillDirectory,
-        imageDigest: image,
-        user: { uid: 1000, gid: 1000 },
-      });
+      const backend = backendOn(engine.socketPath, spillDirectory);
       const controller = new AbortController();
       setTimeout(() => controller.abort(new Error("caller gave up")), 200);
       const started = Date.now();
@@ -70,14 +74,7 @@ test("DockerSandboxReservation.start bounds a recovery port that never settles b
   });
   try {
     await withSpill(async (spillDirectory) => {
-      const backend = createDockerSandboxBackend({
-        profile: "linux-x64-cgroupfs",
-        endpoint: `unix://${engine.socketPath}`,
-        namespace: "unit",
-        spillDirectory,
-        imageDigest: image,
-        user: { uid: 1000, gid: 1000 },
-      });
+      const backend = backendOn(engine.socketPath, spillDirectory);
       await assert.rejects(
         backend.reserve({ policy }, { record: () => new Promise(() => {}) }).start(),
         (error) => error instanceof SandboxDeadlineError && /recovery port/.test(error.message),
