@@ -49,10 +49,10 @@ interface HostStat {
  * @param hostPath Absolute path of an existing directory on the host.
  * @returns The entries (each iteration walks afresh).
  * @throws {SandboxConfigurationError} At once for a `hostPath` that is not an absolute path.
- *   While iterating: `configuration` for a symlink, a special file, a name that is not UTF-8
- *   or a `hostPath` that is not a directory; a body stream errors with
- *   `SandboxConflictError` (`conflict`) when its file changed since it was listed. File
- *   system errors (`ENOENT`, `EACCES`, …) propagate unchanged.
+ *   While iterating: `configuration` for a symlink, a special file, a name that is not UTF-8,
+ *   or a `hostPath` that is missing, unreadable or not a directory; a body stream errors with
+ *   `SandboxConflictError` (`conflict`) when its file changed since it was listed. Other file
+ *   system errors below the root (`EACCES`, …) propagate unchanged.
  *
  * @example Import a project directory
  * ```ts ignore
@@ -85,7 +85,12 @@ async function* walk(root: string): AsyncGenerator<SandboxImportEntry, void, und
 
 /** One walk of the tree; `bodies` gives files their body streams (the yielding walk). */
 async function* tree(root: string, bodies: boolean): AsyncGenerator<SandboxImportEntry, void, undefined> {
-  const top = await lstat(root) as HostStat;
+  let top: HostStat;
+  try {
+    top = await lstat(root) as HostStat;
+  } catch (cause) {
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: '${root}' cannot be read (${(cause as { code?: string }).code ?? "error"})`, { cause });
+  }
   if (top.isSymbolicLink()) throw linkError(root);
   if (!top.isDirectory()) throw new SandboxConfigurationError(`Cannot ${ACTION}: '${root}' is not a directory`);
   const stack: Level[] = [{ path: "", names: await names(root), next: 0 }];

@@ -73,7 +73,7 @@ test("importDirectory rejects a symlink anywhere before yielding anything", asyn
   assert.deepEqual(seen, []);
 });
 
-test("importDirectory rejects a symlinked root, a file root, a FIFO and a relative path", async () => {
+test("importDirectory rejects a symlinked root, a file root, a missing root, a FIFO and a relative path", async () => {
   const top = await fresh("roots");
   await mkdir(join(top, "real"));
   await symlink(join(top, "real"), join(top, "alias"));
@@ -82,6 +82,7 @@ test("importDirectory rejects a symlinked root, a file root, a FIFO and a relati
     error instanceof SandboxConfigurationError && error.code === "configuration" && fragment.test(error.message);
   await assert.rejects(collect(importDirectory(join(top, "alias"))), isConfiguration(/is a symbolic link/));
   await assert.rejects(collect(importDirectory(join(top, "file"))), isConfiguration(/is not a directory/));
+  await assert.rejects(collect(importDirectory(join(top, "missing"))), isConfiguration(/cannot be read \(ENOENT\)/));
   assert.throws(() => importDirectory("relative/path"), isConfiguration(/hostPath must be an absolute path/));
   const withFifo = await fresh("fifo");
   execFileSync("mkfifo", [join(withFifo, "pipe")]);
