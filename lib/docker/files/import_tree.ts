@@ -71,7 +71,9 @@ export async function importTreeInto(
     guard = new TransferGuard(ACTION, options, [host.stopping]);
     guard.check();
     const complete = { value: false };
-    const archive = guarded(writeTar(entries(source, host.user, guard, sent, complete)), guard);
+    // A failed transfer aborts the exchange, which cancels the archive and so the writer and
+    // the entry body being read.
+    const archive = writeTar(entries(source, host.user, guard, sent, complete));
     await putContainerArchive(host.engine, host.keeperId, WORK_PATH, archive, { signal: guard.signal });
     guard.check();
     if (!complete.value) {
@@ -155,46 +157,6 @@ async function* entries(
   }
   guard.check();
   complete.value = true;
-}
-
-/**
- * The archive as the Engine exchange reads it. A failure of the transfer errors it and
- * cancels the writer (and so the entry body being read) at once: the exchange alone would
- * leave a body that never delivers its next chunk waiting forever.
- */
-function guarded(archive: ReadableStream<Uint8Array>, guard: TransferGuard): ReadableStream<Uint8Array> {
-  const reader = archive.getReader();
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
-  const onAbort = () => {
-    reader.cancel(guard.failure).catch(() => {});
-    controller.error(guard.failure);
-  };
-  const release = () => guard.signal.removeEventListener("abort", onAbort);
-  guard.signal.addEventListener("abort", onAbort, { once: true });
-  return new ReadableStream<Uint8Array>({
-    start(c) {
-      controller = c;
-    },
-    async pull() {
-      try {
-        const { done, value } = await reader.read();
-        if (guard.signal.aborted) return;
-        if (done) {
-          release();
-          controller.close();
-        } else {
-          controller.enqueue(value);
-        }
-      } catch (error) {
-        release();
-        if (!guard.signal.aborted) controller.error(error);
-      }
-    },
-    cancel(reason) {
-      release();
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
 }
 
 /** Cancel the body of an entry that will not be written. */
