@@ -1,7 +1,7 @@
 // Shared setup of the real-engine lane: the engine endpoint and guest image IDs come from
-// the environment that `npm test` (scripts/test.sh) prepares. Without them the lane fails
-// under CI=true and is skipped with a loud reason otherwise; scripts/test.sh additionally
-// fails a run whose engine lane skipped or ran nothing.
+// the environment that `npm test` (scripts/test.sh) prepares. Without them every engine test
+// fails with the reason (never a skip); scripts/test.sh also fails a run whose engine lane
+// ran nothing.
 import process from "node:process";
 import { test, type TestContext } from "node:test";
 import { DockerEngine } from "../../lib/engine/client.ts";
@@ -24,9 +24,7 @@ export function engineTest(
   test(name, { timeout: options.timeout ?? 120_000 }, async (t) => {
     if (missing) {
       const reason = "no engine: set AGENTCELL_TEST_ENGINE, AGENTCELL_TEST_BUSYBOX_IMAGE and AGENTCELL_TEST_NODE_IMAGE (npm test does)";
-      if (process.env.CI === "true") throw new Error(`Cannot run the engine lane: ${reason}`);
-      t.skip(reason);
-      return;
+      throw new Error(`Cannot run the engine lane: ${reason}`);
     }
     await fn(new DockerEngine(endpoint!), t);
   });
