@@ -57,6 +57,7 @@ export class RequestUpload {
   #bytes = 0;
   #stopped = false;
   #finished = false;
+  #complete = false;
   #source: ReadableStreamDefaultReader<Uint8Array> | undefined;
 
   /**
@@ -75,6 +76,7 @@ export class RequestUpload {
   ) {
     this.done = this.#run(writable.getWriter(), head, body, guard).then((complete) => {
       this.#finished = true;
+      this.#complete = complete;
       return complete;
     });
   }
@@ -84,9 +86,9 @@ export class RequestUpload {
     return this.#bytes;
   }
 
-  /** Whether the upload has ended (completely or not). */
-  get finished(): boolean {
-    return this.#finished;
+  /** Whether every byte of the request was written. */
+  get complete(): boolean {
+    return this.#complete;
   }
 
   /** Stops after the write in flight and cancels the body stream. */

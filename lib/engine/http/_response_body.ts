@@ -1,7 +1,8 @@
 /**
  * A response body as a pull-based `ReadableStream<Uint8Array>`: the connection is read
  * only while the consumer pulls, pieces are at most `chunkBytes`, the body limit is
- * enforced, and the end of the body is confirmed by the end of the connection.
+ * enforced, and the end of the body is confirmed by the end of the connection (unless the
+ * Engine answered before the request body was fully sent).
  *
  * @module
  */
@@ -62,6 +63,16 @@ export class ResponseBody {
             controller.enqueue(piece);
             return;
           }
+          if (!upload.complete) {
+            // An early answer (an error before the request body was sent): the Engine may
+            // keep the connection open until it has read the rest of the body, which will
+            // never come, so its close is not awaited; the connection is aborted instead.
+            guard.release();
+            upload.stop();
+            connection.abort();
+            controller.close();
+            return;
+          }
           // The request said `Connection: close`: the Engine closes right after the body.
           if ((await reader.read(1)) !== null) {
             throw new DockerEngineTransportError(
@@ -70,11 +81,7 @@ export class ResponseBody {
             );
           }
           guard.release();
-          if (upload.finished) await connection.close();
-          else {
-            upload.stop();
-            connection.abort();
-          }
+          await connection.close();
           controller.close();
         } catch (error) {
           controller.error(guard.failWith(error));

@@ -324,6 +324,31 @@ test("exchange stops an upload when the Engine answers an error first", async ()
   }
 });
 
+test("exchange ends an early error body without waiting for a close the Engine never sends", async () => {
+  // dockerd answers a PUT archive to a missing path at once, then keeps the connection open
+  // while it waits for the rest of the request body: the client must not wait for its close.
+  const engine = await startFakeEngine(async (connection) => {
+    await connection.readHead();
+    await connection.write("HTTP/1.1 404 Not Found\r\nContent-Length: 29\r\n\r\n");
+    await connection.write('{"message":"No such volume"}\n');
+    await connection.closed;
+  });
+  try {
+    const upload = new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}) });
+    const response = await exchange({
+      socketPath: engine.socketPath,
+      method: "PUT",
+      target: "/containers/c/archive?path=%2F",
+      body: upload,
+    });
+    assert.equal(response.status, 404);
+    assert.equal(await readText(response.body), '{"message":"No such volume"}\n');
+    await engine.scriptDone(); // the client closed its side
+  } finally {
+    await engine.close();
+  }
+});
+
 test("exchange body cancel closes the connection", async () => {
   const engine = await startFakeEngine(async (connection) => {
     await connection.readRequest();
