@@ -73,17 +73,24 @@ engineTest("importDirectory and exportToDirectory round-trip a host tree through
     await writeFile(join(source, "package.json"), '{"name":"demo"}\n');
     await writeFile(join(source, "src/index.js"), "console.log('hi');\n");
     await writeFile(join(source, "src/util/data.bin"), bytes(150_000, 9));
+    // Several read buffers' worth, then many small files reading into the same reused buffers.
+    const large = 5 * 1024 * 1024 + 7;
+    await writeFile(join(source, "src/util/large.bin"), bytes(large, 13));
+    await mkdir(join(source, "many"));
+    for (let i = 0; i < 40; i++) await writeFile(join(source, `many/f${i}`), bytes(1000 + i, i));
+    const manyBytes = 40 * 1000 + (39 * 40) / 2;
     await chmod(join(source, "src/index.js"), 0o755);
     await chmod(join(source, "src/util"), 0o750);
     await utimes(join(source, "package.json"), 1_650_000_000, 1_650_000_000);
     await withSandbox(engine, async (sandbox) => {
       const receipt = await sandbox.importTree(importDirectory(source));
-      assert.deepEqual(receipt, { files: 5, bytes: 16 + 19 + 150_000 });
+      assert.deepEqual(receipt, { files: 5 + 2 + 40, bytes: 16 + 19 + 150_000 + large + manyBytes });
       await sandbox.stop();
       const target = join(root, "copy");
       const written = await exportToDirectory(await sandbox.exportTree({ kind: "subtree", path: "work" }), target, { base: "work" });
-      assert.deepEqual(written, { files: 6, bytes: receipt.bytes });
-      for (const path of ["package.json", "src/index.js", "src/util/data.bin"]) {
+      assert.deepEqual(written, { files: receipt.files + 1, bytes: receipt.bytes });
+      const small = Array.from({ length: 40 }, (_, i) => `many/f${i}`);
+      for (const path of ["package.json", "src/index.js", "src/util/data.bin", "src/util/large.bin", ...small]) {
         assert.deepEqual(await readFile(join(target, path)), await readFile(join(source, path)), path);
         assert.equal((await stat(join(target, path))).mode & 0o7777, (await stat(join(source, path))).mode & 0o7777, path);
       }

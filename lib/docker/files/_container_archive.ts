@@ -144,7 +144,8 @@ export async function getContainerArchive(
 /**
  * `PUT /containers/{id}/archive?path=P&noOverwriteDirNonDir=true`: extract a streamed tar
  * (sent chunked) into directory `P`. Resolves once the Engine answered 200, which it does
- * after reading the whole archive.
+ * after reading the whole archive. `onBodyChunkSent` is told of each archive chunk once the
+ * kernel has all of its bytes.
  *
  * @throws {DockerEngineError} by status
  * @throws {DockerEngineTransportError} on transport faults, or `aborted` when `body` fails
@@ -154,13 +155,14 @@ export async function putContainerArchive(
   containerId: string,
   path: string,
   body: ReadableStream<Uint8Array>,
-  options: ArchiveCallOptions = {},
+  options: ArchiveCallOptions & { readonly onBodyChunkSent?: (chunk: Uint8Array) => void } = {},
 ): Promise<void> {
   const response = await engine.stream("PUT", `/containers/${encodeURIComponent(containerId)}/archive`, {
     query: { path, noOverwriteDirNonDir: true },
     body,
     contentType: "application/x-tar",
     signal: options.signal,
+    onBodyChunkSent: options.onBodyChunkSent,
   });
   if (response.status !== 200) throw await engine.failure(response, "write container archive");
   await response.body.cancel();

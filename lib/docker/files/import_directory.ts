@@ -8,11 +8,9 @@ import { type FileHandle, lstat, open, readdir } from "node:fs/promises";
 import { isAbsolute, join } from "node:path";
 import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
 import type { SandboxImportEntry } from "../../sandbox/transfer.ts";
+import { markPoolable, READ_BUFFER_BYTES, type ReadBufferPool } from "./_read_buffers.ts";
 
 const ACTION = "import directory";
-
-/** Bytes read from a host file at once. */
-const READ_BYTES = 1024 * 1024;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -135,10 +133,14 @@ async function names(directory: string): Promise<string[]> {
   return decoded.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-/** A file's bytes, opened on the first read; exactly the listed size or an error. */
+/**
+ * A file's bytes, opened on the first read; exactly the listed size or an error. Reads go
+ * into fresh buffers, or into the pool of an import that adopted the body (`adoptPool`).
+ */
 function fileBody(path: string, listed: HostStat): ReadableStream<Uint8Array> {
   let handle: FileHandle | undefined;
   let left = listed.size;
+  let pool: ReadBufferPool | undefined;
   const changed = (what: string) =>
     new SandboxConflictError(`Cannot ${ACTION}: '${path}' changed while it was imported (${what})`);
   const close = async () => {
@@ -146,7 +148,7 @@ function fileBody(path: string, listed: HostStat): ReadableStream<Uint8Array> {
     handle = undefined;
     await open?.close().catch(() => {});
   };
-  return new ReadableStream<Uint8Array>({
+  const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         if (handle === undefined) {
@@ -161,11 +163,15 @@ function fileBody(path: string, listed: HostStat): ReadableStream<Uint8Array> {
           controller.close();
           return;
         }
-        const buffer = new Uint8Array(Math.min(READ_BYTES, left));
-        const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
-        if (bytesRead === 0) throw changed(`it shrank below ${listed.size} bytes`);
+        const buffer = pool?.take() ?? new Uint8Array(Math.min(READ_BUFFER_BYTES, left));
+        const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, left), null);
+        if (bytesRead === 0) {
+          pool?.putBack(buffer);
+          throw changed(`it shrank below ${listed.size} bytes`);
+        }
         left -= bytesRead;
-        controller.enqueue(bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead));
+        const piece = bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead);
+        controller.enqueue(pool === undefined ? piece : pool.lend(piece));
       } catch (error) {
         await close();
         throw error;
@@ -175,4 +181,6 @@ function fileBody(path: string, listed: HostStat): ReadableStream<Uint8Array> {
       await close();
     },
   }, { highWaterMark: 0 });
+  markPoolable(body, (adopted) => pool = adopted);
+  return body;
 }

@@ -26,6 +26,7 @@ import { type TarWriterEntry, writeTar } from "../../tar/write_tar.ts";
 import { WORK_PATH } from "../workload.ts";
 import { asSandboxError } from "../_engine_errors.ts";
 import { putContainerArchive } from "./_container_archive.ts";
+import { adoptPool, ReadBufferPool } from "./_read_buffers.ts";
 import { importTarError } from "./_tar_errors.ts";
 import { TransferGuard } from "./_transfer_guard.ts";
 
@@ -73,8 +74,14 @@ export async function importTreeInto(
     const complete = { value: false };
     // A failed transfer aborts the exchange, which cancels the archive and so the writer and
     // the entry body being read.
-    const archive = writeTar(entries(source, host.user, guard, sent, complete));
-    await putContainerArchive(host.engine, host.keeperId, WORK_PATH, archive, { signal: guard.signal });
+    // Host-file bodies from importDirectory read into this pool; the connection gives each
+    // chunk back once the kernel has its bytes.
+    const pool = new ReadBufferPool();
+    const archive = writeTar(entries(source, host.user, guard, sent, complete, pool));
+    await putContainerArchive(host.engine, host.keeperId, WORK_PATH, archive, {
+      signal: guard.signal,
+      onBodyChunkSent: (chunk) => pool.release(chunk),
+    });
     guard.check();
     if (!complete.value) {
       throw new SandboxEngineError(`Cannot ${ACTION}: the Engine answered before the archive was complete`);
@@ -117,6 +124,7 @@ async function* entries(
   guard: TransferGuard,
   sent: Sent,
   complete: { value: boolean },
+  pool: ReadBufferPool,
 ): AsyncGenerator<TarWriterEntry, void, undefined> {
   const now = Math.floor(Date.now() / 1000);
   const directories = new Set<string>();
@@ -152,7 +160,7 @@ async function* entries(
       uid: user.uid,
       gid: user.gid,
       size: entry.size,
-      body: entry.body === undefined ? undefined : counted(entry.body, guard, sent),
+      body: entry.body === undefined ? undefined : counted(entry.body, guard, sent, pool),
     };
   }
   guard.check();
@@ -176,8 +184,12 @@ function missingParents(path: string, directories: ReadonlySet<string>): string[
   return missing.reverse();
 }
 
-/** Pass a body through, counting its bytes as they move. */
-function counted(body: ReadableStream<Uint8Array>, guard: TransferGuard, sent: Sent): ReadableStream<Uint8Array> {
+/**
+ * Pass a body through, counting its bytes as they move. Only the writer and the connection
+ * see its chunks, so a host-file body may read into the import's pool.
+ */
+function counted(body: ReadableStream<Uint8Array>, guard: TransferGuard, sent: Sent, pool: ReadBufferPool): ReadableStream<Uint8Array> {
+  adoptPool(body, pool);
   const reader = body.getReader();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {

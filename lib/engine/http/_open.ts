@@ -76,6 +76,7 @@ export async function openExchange(
     encodeRequestHead({ ...request, upgrade }),
     request.body,
     guard,
+    request.onBodyChunkSent,
   );
   // A failed exchange stops the upload, which cancels a body stream waiting for its next chunk.
   guard.onFailure(() => upload.stop());

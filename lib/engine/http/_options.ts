@@ -77,6 +77,9 @@ const requestSchema = z.object({
   connector: z.custom<UnixConnector>((value) => typeof value === "function", {
     error: "must be a function",
   }).optional(),
+  onBodyChunkSent: z.custom<(chunk: Uint8Array) => void>((value) => typeof value === "function", {
+    error: "must be a function",
+  }).optional(),
 }).refine((request) => request.body === undefined || ["POST", "PUT"].includes(request.method), {
   error: "must be POST or PUT to carry a body",
   path: ["method"],

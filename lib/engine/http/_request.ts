@@ -59,6 +59,7 @@ export class RequestUpload {
   #finished = false;
   #complete = false;
   #source: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  readonly #onChunkSent: ((chunk: Uint8Array) => void) | undefined;
 
   /**
    * Starts writing.
@@ -67,13 +68,16 @@ export class RequestUpload {
    * @param head The encoded request head.
    * @param body The request body, if any.
    * @param guard Fails the exchange with `aborted` when `body` (a stream) errors.
+   * @param onChunkSent Told of each chunk of a stream body once the kernel has all of it.
    */
   constructor(
     writable: WritableStream<Uint8Array>,
     head: Uint8Array,
     body: Uint8Array | ReadableStream<Uint8Array> | undefined,
     guard: ExchangeGuard,
+    onChunkSent?: (chunk: Uint8Array) => void,
   ) {
+    this.#onChunkSent = onChunkSent;
     this.done = this.#run(writable.getWriter(), head, body, guard).then((complete) => {
       this.#finished = true;
       this.#complete = complete;
@@ -143,6 +147,15 @@ export class RequestUpload {
     const source = body.getReader();
     this.#source = source;
     let complete = false;
+    let first = true;
+    // Writes are queued without awaiting each one (`writer.ready` bounds the queue), so the
+    // next chunk is read from the body while earlier ones reach the kernel. A failed write
+    // errors the writable, which `writer.ready` and the last write then report.
+    const queue = (bytes: Uint8Array): Promise<void> => {
+      const written = writer.write(bytes);
+      written.catch(() => {});
+      return written;
+    };
     try {
       for (;;) {
         let result: ReadableStreamReadResult<Uint8Array>;
@@ -167,17 +180,23 @@ export class RequestUpload {
         if (this.#stopped) return false;
         if (result.done) break;
         const chunk = result.value;
+        let last: Promise<void> | undefined;
         for (let offset = 0; offset < chunk.byteLength; offset += MAX_CHUNK_BYTES) {
-          const slice = chunk.subarray(offset, offset + MAX_CHUNK_BYTES);
-          // Two writes per chunk and no copy of the data: the CRLF that ends the previous
-          // chunk travels with this chunk's size line.
-          await writer.write(encoder.encode(`${this.#bytes > 0 ? "\r\n" : ""}${slice.byteLength.toString(16)}\r\n`));
-          await writer.write(slice);
-          this.#bytes += slice.byteLength;
+          await writer.ready;
           if (this.#stopped) return false;
+          const slice = chunk.subarray(offset, offset + MAX_CHUNK_BYTES);
+          // Two writes per piece and no copy of the data: the CRLF that ends the previous
+          // piece travels with this piece's size line.
+          queue(encoder.encode(`${first ? "" : "\r\n"}${slice.byteLength.toString(16)}\r\n`));
+          first = false;
+          last = queue(slice);
+          last.then(() => {
+            this.#bytes += slice.byteLength;
+          }, () => {});
         }
+        if (last !== undefined && this.#onChunkSent !== undefined) this.#notifySent(last, chunk, guard);
       }
-      await writer.write(this.#bytes > 0 ? concatBytes([CRLF, LAST_CHUNK]) : LAST_CHUNK);
+      await queue(first ? LAST_CHUNK : concatBytes([CRLF, LAST_CHUNK]));
       complete = true;
       return true;
     } finally {
@@ -185,5 +204,22 @@ export class RequestUpload {
       if (!complete) this.stop();
       else source.releaseLock();
     }
+  }
+
+  /** Tells `onChunkSent` of `chunk` once its last write settled well. */
+  #notifySent(last: Promise<void>, chunk: Uint8Array, guard: ExchangeGuard): void {
+    last.then(() => {
+      try {
+        this.#onChunkSent?.(chunk);
+      } catch (error) {
+        guard.fail(
+          new DockerEngineTransportError(
+            "aborted",
+            `Cannot send the request body: onBodyChunkSent failed: ${error instanceof Error ? error.message : String(error)}`,
+            { cause: error },
+          ),
+        );
+      }
+    }, () => {});
   }
 }

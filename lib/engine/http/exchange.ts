@@ -46,6 +46,15 @@ export interface EngineExchangeOptions {
    */
   readonly body?: Uint8Array | ReadableStream<Uint8Array>;
   /**
+   * Called with each chunk of a stream `body`, in order, once the kernel has every byte of
+   * it and the runtime holds no reference to it: from then on the producer may reuse the
+   * chunk's memory (a pool of read buffers, say). Not called for a chunk that was not sent
+   * completely. An exception it throws fails the exchange with `aborted`.
+   *
+   * @default undefined (no notice)
+   */
+  readonly onBodyChunkSent?: (chunk: Uint8Array) => void;
+  /**
    * `Content-Type` of the body, e.g. `application/json` or `application/x-tar`.
    *
    * @default undefined (no Content-Type field)

@@ -38,20 +38,14 @@ export async function connectUnix(
   return socketConnectionFromRaw(nodeSocket(socket));
 }
 
-/** Bytes Node may buffer for the socket before a write waits for `drain`. */
-const WRITE_BUFFER_BYTES = 256 * 1024;
-
 function open(path: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
     // net.Socket hands Duplex options on to its stream; @types/node does not list this one.
     // With 0 the socket reads from the kernel only when `read()` finds its buffer empty.
-    // Writes resolve once Node buffered them below WRITE_BUFFER_BYTES, so the next piece is
-    // produced while earlier ones are still reaching the kernel.
-    const socketOptions: NetConnectOpts & { readableHighWaterMark: number; writableHighWaterMark: number } = {
+    const socketOptions: NetConnectOpts & { readableHighWaterMark: number } = {
       path,
       allowHalfOpen: true,
       readableHighWaterMark: 0,
-      writableHighWaterMark: WRITE_BUFFER_BYTES,
     };
     const socket = createConnection(socketOptions);
     const onError = (error: Error) => {
@@ -105,23 +99,21 @@ function nodeSocket(socket: Socket): RawSocket {
       }
     },
     write(chunk) {
+      // Resolves from the write callback: Node calls it once the kernel has every byte, so
+      // the chunk's memory is no longer referenced and its producer may reuse it. A socket
+      // that closes first settles the write too, whether or not Node calls back.
       return new Promise((resolve, reject) => {
         if (failure !== undefined) return reject(failure);
         if (closed || socket.writableEnded) return reject(new Error("socket is closed"));
-        const accepted = socket.write(chunk, (error) => {
-          if (error) failure ??= error;
+        const onClose = () => reject(failure ?? new Error("socket is closed"));
+        socket.once("close", onClose);
+        socket.write(chunk, (error) => {
+          socket.off("close", onClose);
+          if (error) {
+            failure ??= error;
+            reject(error);
+          } else resolve();
         });
-        if (accepted) return resolve();
-        // Above the buffer bound: wait until Node drained it (or the socket failed).
-        const settle = () => {
-          socket.off("drain", settle);
-          socket.off("close", settle);
-          if (failure !== undefined) reject(failure);
-          else if (closed) reject(new Error("socket is closed"));
-          else resolve();
-        };
-        socket.on("drain", settle);
-        socket.on("close", settle);
       });
     },
     shutdown() {

@@ -8,6 +8,12 @@
 import { DockerEngineTransportError } from "../http/errors.ts";
 import type { SocketConnection } from "./types.ts";
 
+/**
+ * Bytes a writer may queue on a connection's writable before `writer.ready` waits: the
+ * runtime writes one chunk at a time, and the writer prepares the next ones meanwhile.
+ */
+export const WRITE_QUEUE_BYTES = 256 * 1024;
+
 /** The primitives of one connected byte socket. */
 export interface RawSocket {
   /**
@@ -15,7 +21,10 @@ export interface RawSocket {
    * the connection's readable is pending, never concurrently.
    */
   read(): Promise<Uint8Array | null>;
-  /** Resolves once every byte of `chunk` was accepted. Never called concurrently. */
+  /**
+   * Resolves once the kernel has every byte of `chunk` and the runtime holds no reference
+   * to it. Never called concurrently.
+   */
   write(chunk: Uint8Array): Promise<void>;
   /** Sends FIN (shutdown of the write side); called once, after the last write settled. */
   shutdown(): Promise<void>;
@@ -29,8 +38,9 @@ export interface RawSocket {
 /**
  * Wraps raw socket primitives as a {@linkcode SocketConnection}: a pull-based readable
  * (`highWaterMark: 0`, so `raw.read()` runs only while a read is pending), a writable
- * whose writes resolve when `raw.write()` does, an idempotent `closeWrite()`, a graceful
- * `close()` and an immediate `abort()`.
+ * whose writes resolve when `raw.write()` does (chunks run one at a time; up to
+ * {@linkcode WRITE_QUEUE_BYTES} may wait in its queue before `writer.ready` waits), an
+ * idempotent `closeWrite()`, a graceful `close()` and an immediate `abort()`.
  *
  * @param raw The primitives of one connected socket.
  * @returns The connection; its owner must `close()` or `abort()` it.
@@ -107,7 +117,7 @@ class StreamedSocket implements SocketConnection {
       write: (chunk) => this.#write(chunk),
       close: () => this.closeWrite(),
       abort: (reason) => this.abort(reason),
-    });
+    }, new ByteLengthQueuingStrategy({ highWaterMark: WRITE_QUEUE_BYTES }));
   }
 
   async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {

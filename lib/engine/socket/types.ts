@@ -24,8 +24,11 @@ export interface SocketConnection {
    */
   readonly readable: ReadableStream<Uint8Array>;
   /**
-   * Bytes to the peer. A write resolves once the runtime accepted every byte of the
-   * chunk (flushed to the kernel or drained), so awaiting writes honours backpressure.
+   * Bytes to the peer. A write resolves once the kernel has every byte of the chunk and
+   * the runtime no longer holds it, so the chunk's memory may be reused from then on.
+   * Chunks are written one at a time; up to 256 KiB may wait in the queue, after which
+   * `writer.ready` waits (backpressure), so a writer can prepare the next chunks while one
+   * is written.
    * Closing it sends FIN like {@linkcode SocketConnection.closeWrite}.
    */
   readonly writable: WritableStream<Uint8Array>;
