@@ -6,7 +6,7 @@
  * @module
  */
 import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "../sandbox/backend.ts";
-import { SandboxAbortedError, SandboxDeadlineError, SandboxEngineError } from "../sandbox/errors.ts";
+import { SandboxAbortedError, SandboxDeadlineError } from "../sandbox/errors.ts";
 import type { SandboxResourceNames, SandboxResourceRole } from "./names.ts";
 
 /** Schema name of the records this backend writes. */
@@ -106,7 +106,8 @@ export class RecoveryLog {
     try {
       await Promise.race([
         Promise.resolve().then(() => this.#port.record(this.#record)).catch((cause) => {
-          throw new SandboxEngineError("Cannot persist the recovery record: the recovery port failed", { cause });
+          const reason = cause instanceof Error ? cause.message : String(cause);
+          throw new SandboxAbortedError(`Cannot persist the recovery record: the recovery port failed: ${reason}`, { cause });
         }),
         bounded,
       ]);

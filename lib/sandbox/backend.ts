@@ -70,7 +70,8 @@ export interface SandboxRecoveryPort {
   /**
    * Durably persists `record`, replacing the previous record of the same sandbox. The backend
    * awaits it before the effect the record announces; a rejection aborts that effect (the
-   * backend then cleans up what earlier records announced).
+   * backend then cleans up what earlier records announced) and the operation fails with a
+   * `SandboxAbortedError` (`aborted`) whose `cause` is the rejection.
    *
    * @param record The checkpoint to persist; store it verbatim.
    * @returns Resolves once the record is durable.

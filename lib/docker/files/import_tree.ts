@@ -160,7 +160,7 @@ async function* entries(
       uid: user.uid,
       gid: user.gid,
       size: entry.size,
-      body: entry.body === undefined ? undefined : counted(entry.body, guard, sent, pool),
+      body: entry.body === undefined ? undefined : counted(entry.body, entry.size, guard, sent, pool),
     };
   }
   guard.check();
@@ -188,9 +188,16 @@ function missingParents(path: string, directories: ReadonlySet<string>): string[
  * Pass a body through, counting its bytes as they move. Only the writer and the connection
  * see its chunks, so a host-file body may read into the import's pool.
  */
-function counted(body: ReadableStream<Uint8Array>, guard: TransferGuard, sent: Sent, pool: ReadBufferPool): ReadableStream<Uint8Array> {
+function counted(
+  body: ReadableStream<Uint8Array>,
+  size: number,
+  guard: TransferGuard,
+  sent: Sent,
+  pool: ReadBufferPool,
+): ReadableStream<Uint8Array> {
   adoptPool(body, pool);
   const reader = body.getReader();
+  let left = size;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       const { done, value } = await reader.read();
@@ -198,7 +205,9 @@ function counted(body: ReadableStream<Uint8Array>, guard: TransferGuard, sent: S
         controller.close();
         return;
       }
-      if (value instanceof Uint8Array) {
+      // A chunk past the declared size is not counted: the writer rejects it unsent.
+      if (value instanceof Uint8Array && value.length <= left) {
+        left -= value.length;
         sent.bytesSent += value.length;
         try {
           guard.moved(value.length);

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { createDockerSandboxBackend } from "../../../lib/docker/backend.ts";
+import type { SandboxRecoveryPort } from "../../../lib/sandbox/backend.ts";
 import { SandboxAbortedError, SandboxDeadlineError } from "../../../lib/sandbox/errors.ts";
 import { startFakeEngine } from "../_fake_engine.ts";
 
@@ -58,11 +59,12 @@ test("DockerSandboxReservation.start ends at once when its signal aborts during 
   }
 });
 
-test("DockerSandboxReservation.start bounds a recovery port that never settles by the startup deadline", async () => {
+/** A fake engine that admits the daemon and image, then fails any other call with 500. */
+async function admittingEngine() {
   const fixtures = new URL("../../fixtures/engine/", import.meta.url);
   const version = JSON.parse(await readFile(new URL("linux-cgroupfs-v1.version.json", fixtures), "utf8"));
   const info = JSON.parse(await readFile(new URL("linux-cgroupfs-v1.info.json", fixtures), "utf8"));
-  const engine = await startFakeEngine(async (connection) => {
+  return await startFakeEngine(async (connection) => {
     const request = await connection.readRequest();
     const target = request.head.split(" ")[1];
     if (target === "/version") await connection.write(json(version));
@@ -72,17 +74,36 @@ test("DockerSandboxReservation.start bounds a recovery port that never settles b
     } else await connection.write("HTTP/1.1 500 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     await connection.end();
   });
+}
+
+/** Starts with `port` against an admitting engine; asserts the rejection and that no create left. */
+async function assertStartFails(port: SandboxRecoveryPort, matches: (error: unknown) => boolean): Promise<void> {
+  const engine = await admittingEngine();
   try {
     await withSpill(async (spillDirectory) => {
       const backend = backendOn(engine.socketPath, spillDirectory);
-      await assert.rejects(
-        backend.reserve({ policy }, { record: () => new Promise(() => {}) }).start(),
-        (error) => error instanceof SandboxDeadlineError && /recovery port/.test(error.message),
-      );
+      await assert.rejects(backend.reserve({ policy }, port).start(), matches);
       const targets = engine.requests.map((r) => r.head.split(" ").slice(0, 2).join(" "));
       assert.ok(!targets.some((t) => t.startsWith("POST")), `no resource effect was dispatched: ${targets}`);
     });
   } finally {
     await engine.close();
   }
+}
+
+test("DockerSandboxReservation.start bounds a recovery port that never settles by the startup deadline", async () => {
+  await assertStartFails(
+    { record: () => new Promise(() => {}) },
+    (error) => error instanceof SandboxDeadlineError && /recovery port/.test(error.message),
+  );
+});
+
+test("DockerSandboxReservation.start reports a failing recovery port as aborted with its cause, before any create", async () => {
+  const cause = new Error("disk full");
+  await assertStartFails(
+    { record: () => Promise.reject(cause) },
+    (error) =>
+      error instanceof SandboxAbortedError && error.code === "aborted" && error.cause === cause &&
+      /^Cannot persist the recovery record: the recovery port failed: disk full$/.test(error.message),
+  );
 });

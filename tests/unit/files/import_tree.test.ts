@@ -2,7 +2,7 @@
 // by the sandbox user), quotas before an entry leaves, and the partial-import record.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { SandboxAbortedError, SandboxEngineError, SandboxQuotaError } from "../../../lib/sandbox/errors.ts";
+import { SandboxAbortedError, SandboxConfigurationError, SandboxEngineError, SandboxQuotaError } from "../../../lib/sandbox/errors.ts";
 import { partialImportOf, type SandboxImportEntry } from "../../../lib/sandbox/transfer.ts";
 import { DockerEngine } from "../../../lib/engine/client.ts";
 import { readTar } from "../../../lib/tar/read_tar.ts";
@@ -140,5 +140,26 @@ test("importTreeInto reports an Engine refusal as an engine error with the parti
     assert.ok(error instanceof SandboxEngineError && error.code === "engine" && error.status === 500, String(error));
     assert.match(error.message, /cannot overwrite directory/);
     assert.deepEqual(partialImportOf(error), { entriesSent: 1, bytesSent: 1, lastPathSent: "a" });
+  });
+});
+
+test("importTreeInto does not count the chunk that runs past a body's declared size as sent", async () => {
+  await withEngine(async (connection) => {
+    await connection.readHead();
+    await connection.readToEnd();
+  }, async (engine) => {
+    const pieces = [new TextEncoder().encode("ab"), new TextEncoder().encode("cdef")];
+    const body = new ReadableStream<Uint8Array>({
+      pull: (controller) => {
+        const piece = pieces.shift();
+        if (piece === undefined) controller.close();
+        else controller.enqueue(piece);
+      },
+    }, { highWaterMark: 0 });
+    const entry: SandboxImportEntry = { path: "long.txt", type: "file", mode: 0o644, size: 3, body };
+    const error = await importTreeInto(host(engine), [entry], {}).catch((error) => error);
+    assert.ok(error instanceof SandboxConfigurationError && error.code === "configuration", String(error));
+    assert.match(error.message, /body longer than its size 3 .*'long\.txt'/);
+    assert.deepEqual(partialImportOf(error), { entriesSent: 1, bytesSent: 2, lastPathSent: "long.txt" });
   });
 });
