@@ -78,16 +78,30 @@ export class TransferGuard {
   }
 
   /**
-   * Record `reason` as the failure unless there is one already; aborts {@linkcode signal}.
+   * Record `reason` as the failure unless there is one already, and abort
+   * {@linkcode signal} (with the failure that counts) if it is not aborted yet: for
+   * failures that arrive from outside the byte flow (deadline, signals, Engine errors).
    *
    * @returns The failure that counts (the first one)
    */
   fail(reason: SandboxError): SandboxError {
-    if (this.#failure === undefined) {
-      this.#failure = reason;
+    this.#failure ??= reason;
+    if (!this.#controller.signal.aborted) {
       this.dispose();
-      this.#controller.abort(reason);
+      this.#controller.abort(this.#failure);
     }
+    return this.#failure;
+  }
+
+  /**
+   * Record `reason` as the failure unless there is one already, without aborting
+   * {@linkcode signal}: for failures found in the byte flow itself (quotas, progress), which
+   * the caller throws into that flow. An import's archive then ends where the error is,
+   * after the bytes before it reached the Engine, so the partial-import record stays exact;
+   * the deadline and the signals stay armed until the transfer ends.
+   */
+  #refuse(reason: SandboxError): SandboxError {
+    this.#failure ??= reason;
     return this.#failure;
   }
 
@@ -107,10 +121,10 @@ export class TransferGuard {
     this.check();
     const { files, bytes } = this.#options.quota;
     if (files !== undefined && this.#files + 1 > files) {
-      throw this.fail(new SandboxQuotaError(`Cannot ${this.#action}: entry '${path}' would exceed the quota of ${files} entries`));
+      throw this.#refuse(new SandboxQuotaError(`Cannot ${this.#action}: entry '${path}' would exceed the quota of ${files} entries`));
     }
     if (bytes !== undefined && this.#admittedBytes + size > bytes) {
-      throw this.fail(
+      throw this.#refuse(
         new SandboxQuotaError(
           `Cannot ${this.#action}: entry '${path}' (${size} bytes) would exceed the quota of ${bytes} bytes (${this.#admittedBytes} already admitted)`,
         ),
@@ -133,7 +147,7 @@ export class TransferGuard {
     try {
       onProgress({ files: this.#files, bytes: this.#bytes });
     } catch (cause) {
-      throw this.fail(new SandboxAbortedError(`Cannot ${this.#action}: the onProgress callback threw`, { cause }));
+      throw this.#refuse(new SandboxAbortedError(`Cannot ${this.#action}: the onProgress callback threw`, { cause }));
     }
   }
 

@@ -151,9 +151,11 @@ export class RequestUpload {
     // Writes are queued without awaiting each one (`writer.ready` bounds the queue), so the
     // next chunk is read from the body while earlier ones reach the kernel. A failed write
     // errors the writable, which `writer.ready` and the last write then report.
+    let lastWrite: Promise<void> = Promise.resolve();
     const queue = (bytes: Uint8Array): Promise<void> => {
       const written = writer.write(bytes);
       written.catch(() => {});
+      lastWrite = written;
       return written;
     };
     try {
@@ -166,6 +168,9 @@ export class RequestUpload {
           }
         } catch (error) {
           if (this.#stopped) return false;
+          // What was queued before the failure still reaches the Engine, as it would have
+          // with every write awaited: the caller's account of what was sent stays exact.
+          await lastWrite.catch(() => {});
           guard.fail(
             new DockerEngineTransportError(
               "aborted",

@@ -26,8 +26,17 @@ test("TransferGuard admits entries up to the file quota and fails before the nex
   guard.admit("a", 0);
   guard.admit("b", 10);
   assert.throws(() => guard.admit("c", 0), (error) => error instanceof SandboxQuotaError && error.code === "quota" && /'c'.*2 entries/.test(error.message));
-  assert.ok(guard.signal.aborted);
+  // The quota error travels through the byte flow; the exchange is not aborted under it,
+  // so what was queued before still reaches the Engine.
+  assert.equal(guard.signal.aborted, false);
+  assert.ok(guard.failure instanceof SandboxQuotaError);
+  assert.throws(() => guard.check(), SandboxQuotaError);
   assert.equal(guard.files, 2);
+  // A later asynchronous failure (deadline, signal) still aborts the exchange, with the
+  // failure that counts.
+  assert.equal(guard.fail(new SandboxDeadlineError("Cannot export files: late")), guard.failure);
+  assert.ok(guard.signal.aborted);
+  assert.ok(guard.signal.reason instanceof SandboxQuotaError);
 });
 
 test("TransferGuard checks the byte quota from declared sizes before anything moves", () => {
@@ -77,5 +86,6 @@ test("TransferGuard reports progress and turns a throwing callback into an abort
 
   const failing = new TransferGuard("export files", options({ onProgress: () => { throw new Error("boom"); } }), []);
   assert.throws(() => failing.admit("a", 0), (error) => error instanceof SandboxAbortedError && (error.cause as Error).message === "boom");
-  assert.ok(failing.signal.aborted);
+  assert.ok(failing.failure instanceof SandboxAbortedError);
+  assert.equal(failing.signal.aborted, false, "thrown into the byte flow, not aborted under it");
 });

@@ -378,3 +378,34 @@ test("exchange fails when the request body stream errors with aborted", async ()
     );
   });
 });
+
+test("a failing request body still delivers every chunk queued before the failure", async () => {
+  // The Engine extracts a tar as it arrives; what the caller counted as sent must arrive.
+  const chunks = 12;
+  const chunkBytes = 60_000;
+  let received = 0;
+  const engine = await startFakeEngine(async (connection) => {
+    await connection.readHead();
+    await connection.readToEnd().catch(() => {});
+    received = connection.received();
+  });
+  try {
+    let pulled = 0;
+    const failure = new Error("quota exceeded");
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled++ === chunks) controller.error(failure);
+        else controller.enqueue(new Uint8Array(chunkBytes).fill(pulled));
+      },
+    }, { highWaterMark: 0 });
+    await assert.rejects(
+      exchange({ socketPath: engine.socketPath, method: "PUT", target: "/containers/c/archive?path=%2F", body }),
+      (error: unknown) => transportError("aborted", /quota exceeded/)(error) && (error as Error).cause === failure,
+    );
+    await engine.scriptDone();
+    // Each 60,000-byte chunk goes out as one piece: size line "ea60", CRLFs, its bytes.
+    assert.ok(received >= chunks * chunkBytes, `${received} bytes arrived`);
+  } finally {
+    await engine.close();
+  }
+});
