@@ -8,14 +8,16 @@
  * - import of a 1 GiB file: `importTree(importDirectory(dir))` against `curl -T` of the same
  *   tree as a prepared tar and dockerode's `putArchive` of that tar.
  *
- Rounds interleave the variants; medians are printed with ratios to curl. Every variant runs
- * in a fresh process: ours and dockerode in a child of this script (`--child`), which
- * reports its wall time for the transfer alone, its RSS just before it and its peak RSS
- * (VmHWM) after it; curl under GNU time (`%M`, its peak RSS). The child runs the pipeline
- * `exportTree` / `importTree` run (transfer guard, Engine archive exchange, strict tar
- * reader or our writer) on the parent's accessor or keeper, without the sandbox object.
+ * Rounds interleave the variants; medians are printed with ratios to curl. Every variant runs
+ * in a fresh process: ours once under each of Node, Deno and Bun, dockerode under Node (it
+ * is a Node library), each in a child of this script (`--child`) that reports its wall time
+ * for the transfer alone, its RSS just before it and its peak RSS (VmHWM) after it; curl
+ * under GNU time (`%M`, its peak RSS). The child runs the pipeline `exportTree` /
+ * `importTree` run (transfer guard, Engine archive exchange, strict tar reader or our
+ * writer) on the parent's accessor or keeper, without the sandbox object.
  *
- * Run with Node (dockerode is a Node library):
+ * Run the parent with Node; `deno` and `bun` must be on PATH (`npm ci` puts them in
+ * node_modules/.bin):
  *
  *   AGENTCELL_ENGINE=unix:///run/agentcell-test-engine/docker.sock \
  *   AGENTCELL_IMAGE=$(bash scripts/guest-images.sh busybox) node bench/files.bench.ts
@@ -57,9 +59,14 @@ interface Sample {
   readonly beforeMiB: number;
 }
 
+/** A runtime a child may run under. */
+type Runtime = "node" | "deno" | "bun";
+
 /** What a child is asked to do. */
 interface ChildTask {
   readonly variant: "export-ours" | "export-dockerode" | "import-ours" | "import-dockerode";
+  /** The runtime of the child (dockerode variants run under Node). */
+  readonly runtime: Runtime;
   /** Accessor (exports) or keeper (imports) container ID. */
   readonly containerId: string;
   /** Host directory (ours) or tar file (dockerode) to import. */
@@ -112,12 +119,21 @@ function settle(): void {
   execFileSync("sync");
 }
 
+/** The command line that runs this script under `runtime`. */
+function command(runtime: Runtime, args: string[]): [string, string[]] {
+  const script = fileURLToPath(import.meta.url);
+  if (runtime === "deno") return ["deno", ["run", "-A", script, ...args]];
+  if (runtime === "bun") return ["bun", [script, ...args]];
+  return [process.execPath, [script, ...args]];
+}
+
 /** Runs one transfer in a fresh child of this script. */
 function inChild(task: ChildTask): Promise<Sample> {
   settle();
+  const [file, args] = command(task.runtime, ["--child", JSON.stringify(task)]);
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [fileURLToPath(import.meta.url), "--child", JSON.stringify(task)], { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`child ${task.variant} failed: ${stderr}`));
+    execFile(file, args, { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
+      if (error) return reject(new Error(`child ${task.variant} on ${task.runtime} failed: ${stderr}`));
       resolve(JSON.parse(stdout.trim().split("\n").at(-1)!));
     });
   });
@@ -134,6 +150,13 @@ function curl(args: string[]): Promise<Sample> {
       resolve({ ms: performance.now() - started, peakMiB: kib / 1024, beforeMiB: 0 });
     });
   });
+}
+
+/** Runtimes our variants run under, in this order each round. */
+const RUNTIMES: readonly Runtime[] = ["node", "deno", "bun"];
+
+function oursSamples(): Record<Runtime, Sample[]> {
+  return { node: [], deno: [], bun: [] };
 }
 
 function median(values: number[]): number {
@@ -172,7 +195,7 @@ function row(name: string, samples: Sample[], curlMs: number): string {
   const peak = median(samples.map((s) => s.peakMiB));
   const growth = median(samples.map((s) => s.peakMiB - s.beforeMiB));
   const memory = samples[0].beforeMiB === 0 ? `peak ${peak.toFixed(0)} MiB` : `peak ${peak.toFixed(0)} MiB, +${growth.toFixed(1)} MiB`;
-  return `${name.padEnd(36)} ${(ms / 1000).toFixed(2).padStart(6)} s ${(ms / curlMs).toFixed(2).padStart(5)}x  ${memory}`;
+  return `${name.padEnd(42)} ${(ms / 1000).toFixed(2).padStart(6)} s ${(ms / curlMs).toFixed(2).padStart(5)}x  ${memory}`;
 }
 
 if (process.argv[2] === "--child") {
@@ -197,17 +220,19 @@ const lines: string[] = [];
     for await (const entry of await sandbox.exportTree({ kind: "workspace" })) await new Response(entry.body).arrayBuffer();
     const accessor = sandbox.resources.accessorId!;
     const url = `http://docker/v${apiVersion}/containers/${accessor}/archive?path=%2Fworkspace`;
-    const samples = { ours: [] as Sample[], curl: [] as Sample[], dockerode: [] as Sample[] };
+    const samples = { ours: oursSamples(), curl: [] as Sample[], dockerode: [] as Sample[] };
     for (let round = 0; round < rounds; round++) {
       samples.curl.push(await curl(["-o", "/dev/null", url]));
-      samples.ours.push(await inChild({ variant: "export-ours", containerId: accessor, spillDirectory }));
-      samples.dockerode.push(await inChild({ variant: "export-dockerode", containerId: accessor, spillDirectory }));
+      for (const runtime of RUNTIMES) {
+        samples.ours[runtime].push(await inChild({ variant: "export-ours", runtime, containerId: accessor, spillDirectory }));
+      }
+      samples.dockerode.push(await inChild({ variant: "export-dockerode", runtime: "node", containerId: accessor, spillDirectory }));
     }
     const curlMs = median(samples.curl.map((s) => s.ms));
     lines.push(`export 1 GiB + ${SMALL_FILES} files (${rounds} rounds, medians)`);
     lines.push(row("curl GET archive (no checks)", samples.curl, curlMs));
-    lines.push(row("exportTree (validated, bodies read)", samples.ours, curlMs));
-    lines.push(row("dockerode getArchive (no checks)", samples.dockerode, curlMs));
+    for (const runtime of RUNTIMES) lines.push(row(`exportTree on ${runtime} (validated, bodies read)`, samples.ours[runtime], curlMs));
+    lines.push(row("dockerode getArchive on node (no checks)", samples.dockerode, curlMs));
   } finally {
     await sandbox.destroy();
   }
@@ -231,23 +256,25 @@ const lines: string[] = [];
     const keeper = sandbox.resources.keeperId;
     const url = `http://docker/v${apiVersion}/containers/${keeper}/archive?path=%2Fworkspace%2Fwork`;
     await sandbox.importTree(importDirectory(source)); // warm-up
-    const samples = { ours: [] as Sample[], curl: [] as Sample[], dockerode: [] as Sample[] };
+    const samples = { ours: oursSamples(), curl: [] as Sample[], dockerode: [] as Sample[] };
     for (let round = 0; round < rounds; round++) {
       samples.curl.push(await curl(["-X", "PUT", "-H", "Content-Type: application/x-tar", "-T", tarFile, "-o", "/dev/null", url]));
-      samples.ours.push(await inChild({ variant: "import-ours", containerId: keeper, source, spillDirectory }));
-      samples.dockerode.push(await inChild({ variant: "import-dockerode", containerId: keeper, source: tarFile, spillDirectory }));
+      for (const runtime of RUNTIMES) {
+        samples.ours[runtime].push(await inChild({ variant: "import-ours", runtime, containerId: keeper, source, spillDirectory }));
+      }
+      samples.dockerode.push(await inChild({ variant: "import-dockerode", runtime: "node", containerId: keeper, source: tarFile, spillDirectory }));
     }
     const curlMs = median(samples.curl.map((s) => s.ms));
     lines.push("");
     lines.push(`import 1 GiB (${rounds} rounds, medians)`);
     lines.push(row("curl PUT archive (prepared tar)", samples.curl, curlMs));
-    lines.push(row("importTree(importDirectory(dir))", samples.ours, curlMs));
-    lines.push(row("dockerode putArchive (prepared tar)", samples.dockerode, curlMs));
+    for (const runtime of RUNTIMES) lines.push(row(`importTree(importDirectory) on ${runtime}`, samples.ours[runtime], curlMs));
+    lines.push(row("dockerode putArchive on node (tar file)", samples.dockerode, curlMs));
   } finally {
     await sandbox.destroy();
   }
 }
 
 await rm(scratch, { recursive: true, force: true });
-console.log(`${"variant".padEnd(36)} ${"time".padStart(8)} ${"ratio".padStart(6)}  memory (peak RSS of the process; +growth during the transfer)`);
+console.log(`${"variant".padEnd(42)} ${"time".padStart(8)} ${"ratio".padStart(6)}  memory (peak RSS of the process; +growth during the transfer)`);
 for (const line of lines) console.log(line);

@@ -134,6 +134,19 @@ engineTest("DockerSandbox exportTree quotas, deadlineAt and signal arrive as str
     );
     assert.equal((await readExport(await sandbox.exportTree({ kind: "file", path: "work/out/large" }, { quota: { bytes: 8388608, files: 1 } })))[0].size, 8388608);
 
+    // An onProgress that throws while a body is read fails the body and the entry stream and
+    // frees the export slot: the next export works without the caller cancelling anything.
+    const throwing = await sandbox.exportTree({ kind: "file", path: "work/out/large" }, {
+      onProgress: ({ bytes }) => {
+        if (bytes > 0) throw new Error("enough");
+      },
+    });
+    const throwingReader = throwing.getReader();
+    const { value: large } = await throwingReader.read();
+    await assert.rejects(new Response(large!.body).arrayBuffer(), (error) => error instanceof SandboxAbortedError && (error.cause as Error).message === "enough");
+    assert.equal((await readExport(await sandbox.exportTree({ kind: "file", path: "work/out/f1" })))[0].size, 1000);
+    await assert.rejects(throwingReader.read(), SandboxAbortedError);
+
     // A slow reader past its deadline: the body and the entry stream fail with the deadline.
     const late = await sandbox.exportTree({ kind: "file", path: "work/out/large" }, { deadlineAt: Date.now() + 300 });
     const reader = late.getReader();

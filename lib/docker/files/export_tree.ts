@@ -256,7 +256,11 @@ function exportBody(body: ReadableStream<Uint8Array>, guard: TransferGuard, path
         guard.moved(value.length);
         controller.enqueue(value);
       } catch (error) {
-        controller.error(bodyError(error, guard, path, target));
+        const failure = bodyError(error, guard, path, target);
+        // A failure of the whole export (a throwing onProgress, say) ends the entry stream
+        // and the Engine exchange too, not only this body.
+        if (failure === guard.failure) guard.fail(failure);
+        controller.error(failure);
       }
     },
     cancel(reason) {

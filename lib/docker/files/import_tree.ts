@@ -207,14 +207,15 @@ function counted(
       }
       // A chunk past the declared size is not counted: the writer rejects it unsent.
       if (value instanceof Uint8Array && value.length <= left) {
-        left -= value.length;
-        sent.bytesSent += value.length;
         try {
           guard.moved(value.length);
         } catch (error) {
           await reader.cancel(error).catch(() => {});
           throw error;
         }
+        // Counted once it is certain to be handed on.
+        left -= value.length;
+        sent.bytesSent += value.length;
       }
       controller.enqueue(value);
     },

@@ -46,10 +46,13 @@ export interface EngineExchangeOptions {
    */
   readonly body?: Uint8Array | ReadableStream<Uint8Array>;
   /**
-   * Called with each chunk of a stream `body`, in order, once the kernel has every byte of
-   * it and the runtime holds no reference to it: from then on the producer may reuse the
-   * chunk's memory (a pool of read buffers, say). Not called for a chunk that was not sent
-   * completely. An exception it throws fails the exchange with `aborted`.
+   * Called with each non-empty chunk of a stream `body`, in order, once the kernel has
+   * every byte of it and the runtime holds no reference to it: from then on the producer
+   * may reuse the chunk's memory (a pool of read buffers, say). Not called for a chunk that
+   * was not sent completely, nor for empty chunks. The guarantee is the built-in
+   * connector's; a replacement `connector` that keeps chunks (wrapping the socket in a
+   * `TransformStream`, say) must keep it too. An exception it throws fails the exchange with
+   * `aborted`.
    *
    * @default undefined (no notice)
    */
@@ -141,8 +144,9 @@ export interface EngineResponse {
 /**
  * Sends one request on a fresh connection (`Connection: close`) and resolves once the
  * response head is parsed; the body streams after. If the Engine answers with a status
- * of 300 or more before the request body was fully sent, the rest of the body is not
- * sent and the body stream is cancelled.
+ * of 300 or more before the request body was fully sent, no further body chunk is read
+ * (pieces already queued on the socket, at most 256 KiB, may still go out) and the body
+ * stream is cancelled.
  *
  * Bounds: head 16 KiB ({@linkcode MAX_RESPONSE_HEAD_BYTES}), chunk-size line 4 KiB,
  * trailers 16 KiB, body `maxBodyBytes`. Deadlines: connect, header, whole; all timers and

@@ -34,15 +34,16 @@ export interface SocketConnection {
   readonly writable: WritableStream<Uint8Array>;
   /**
    * Half-closes the connection: waits for the write in flight, sends FIN and keeps
-   * {@linkcode SocketConnection.readable} open. Later writes fail. Calling it again
-   * does nothing.
+   * {@linkcode SocketConnection.readable} open. Writes still waiting in the writable's
+   * queue and later writes fail; to half-close after every queued write, close the
+   * writable instead (`writer.close()`). Calling it again does nothing.
    *
    * @returns Resolves once FIN was handed to the kernel.
    */
   closeWrite(): Promise<void>;
   /**
-   * Gracefully closes the whole connection: waits for the write in flight, then
-   * releases the socket. {@linkcode SocketConnection.readable} ends (a pending read
+   * Gracefully closes the whole connection: waits for the write in flight (not for writes
+   * still queued behind it, which fail), then releases the socket. {@linkcode SocketConnection.readable} ends (a pending read
    * resolves as done) and later writes fail.
    *
    * @returns Resolves once the socket was released.

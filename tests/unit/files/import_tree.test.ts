@@ -163,3 +163,18 @@ test("importTreeInto does not count the chunk that runs past a body's declared s
     assert.deepEqual(partialImportOf(error), { entriesSent: 1, bytesSent: 2, lastPathSent: "long.txt" });
   });
 });
+
+test("importTreeInto does not count a chunk whose progress report threw as sent", async () => {
+  await withEngine(async (connection) => {
+    await connection.readHead();
+    await connection.readToEnd();
+  }, async (engine) => {
+    const error = await importTreeInto(host(engine), [fileEntry("a.txt", "abc"), fileEntry("b.txt", "defg")], {
+      onProgress: ({ bytes }) => {
+        if (bytes > 3) throw new Error("enough");
+      },
+    }).catch((error) => error);
+    assert.ok(error instanceof SandboxAbortedError && (error.cause as Error).message === "enough", String(error));
+    assert.deepEqual(partialImportOf(error), { entriesSent: 2, bytesSent: 3, lastPathSent: "b.txt" });
+  });
+});
