@@ -16,11 +16,10 @@
  * `importTree` run (transfer guard, Engine archive exchange, strict tar reader or our
  * writer) on the parent's accessor or keeper, without the sandbox object.
  *
- * Run the parent with Node; `deno` and `bun` must be on PATH (`npm ci` puts them in
- * node_modules/.bin):
- *
- *   AGENTCELL_ENGINE=unix:///run/agentcell-test-engine/docker.sock \
- *   AGENTCELL_IMAGE=$(bash scripts/guest-images.sh busybox) node bench/files.bench.ts
+ * Run the parent with Node (`npm run bench:files`); `deno` and `bun` must be on PATH (npm
+ * scripts put node_modules/.bin there). The engine is `AGENTCELL_TEST_ENGINE` (default the
+ * private test engine) and the guest `AGENTCELL_TEST_BUSYBOX_IMAGE` (default: made by
+ * scripts/guest-images.sh), as in `bench/_setup.ts`.
  *
  * `AGENTCELL_BENCH_ROUNDS` (default 5) sets the rounds. Needs `curl` and `/usr/bin/time`.
  * Before every sample the host runs `sync`, so dirty pages of the previous import do not
@@ -43,10 +42,13 @@ import { normalizeTransferOptions } from "../lib/sandbox/_transfer_input.ts";
 import { openExport } from "../lib/docker/files/export_tree.ts";
 import { importTreeInto } from "../lib/docker/files/import_tree.ts";
 import { TransferGuard } from "../lib/docker/files/_transfer_guard.ts";
+import { benchConfig } from "./_setup.ts";
 
-const endpoint = process.env.AGENTCELL_ENGINE ?? "unix:///run/agentcell-test-engine/docker.sock";
-const socketPath = endpoint.slice("unix://".length);
-const imageDigest = process.env.AGENTCELL_IMAGE ?? "";
+// The engine and busybox guest as for the other benchmarks; children inherit them.
+const config = benchConfig();
+process.env.AGENTCELL_TEST_ENGINE = config.endpoint;
+process.env.AGENTCELL_TEST_BUSYBOX_IMAGE = config.busyboxImage;
+const { endpoint, socketPath, busyboxImage: imageDigest } = config;
 const rounds = Number(process.env.AGENTCELL_BENCH_ROUNDS ?? 5);
 const GIB = 1024 * 1024 * 1024;
 const SMALL_FILES = 2000;
