@@ -61,6 +61,21 @@ function dechunk(raw: Uint8Array): Uint8Array {
   return Uint8Array.from(parts);
 }
 
+/** Runs an import that is expected to fail against an Engine that reads whatever comes. */
+async function failedImport(
+  source: Iterable<SandboxImportEntry> | AsyncIterable<SandboxImportEntry>,
+  options: Parameters<typeof importTreeInto>[2] = {},
+): Promise<unknown> {
+  let error: unknown;
+  await withEngine(async (connection) => {
+    await connection.readHead();
+    await connection.readToEnd();
+  }, async (engine) => {
+    error = await importTreeInto(host(engine), source, options).then(() => undefined, (failure) => failure);
+  });
+  return error;
+}
+
 test("importTreeInto sends parents first, owned by the sandbox user, and returns the receipt", async () => {
   let body: Uint8Array | undefined;
   let target = "";
@@ -115,20 +130,15 @@ test("importTreeInto stops before the entry that would exceed a quota and report
 });
 
 test("importTreeInto reports a failing source as aborted with its cause and the partial record", async () => {
-  await withEngine(async (connection) => {
-    await connection.readHead();
-    await connection.readToEnd();
-  }, async (engine) => {
-    const cause = new Error("disk went away");
-    async function* source(): AsyncGenerator<SandboxImportEntry> {
-      yield fileEntry("ok.txt", "fine");
-      throw cause;
-    }
-    const error = await importTreeInto(host(engine), source(), {}).catch((error) => error);
-    assert.ok(error instanceof SandboxAbortedError && error.code === "aborted", String(error));
-    assert.equal(error.cause, cause);
-    assert.deepEqual(partialImportOf(error), { entriesSent: 1, bytesSent: 4, lastPathSent: "ok.txt" });
-  });
+  const cause = new Error("disk went away");
+  async function* source(): AsyncGenerator<SandboxImportEntry> {
+    yield fileEntry("ok.txt", "fine");
+    throw cause;
+  }
+  const error = await failedImport(source());
+  assert.ok(error instanceof SandboxAbortedError && error.code === "aborted", String(error));
+  assert.equal(error.cause, cause);
+  assert.deepEqual(partialImportOf(error), { entriesSent: 1, bytesSent: 4, lastPathSent: "ok.txt" });
 });
 
 test("importTreeInto reports an Engine refusal as an engine error with the partial record", async () => {
@@ -144,37 +154,26 @@ test("importTreeInto reports an Engine refusal as an engine error with the parti
 });
 
 test("importTreeInto does not count the chunk that runs past a body's declared size as sent", async () => {
-  await withEngine(async (connection) => {
-    await connection.readHead();
-    await connection.readToEnd();
-  }, async (engine) => {
-    const pieces = [new TextEncoder().encode("ab"), new TextEncoder().encode("cdef")];
-    const body = new ReadableStream<Uint8Array>({
-      pull: (controller) => {
-        const piece = pieces.shift();
-        if (piece === undefined) controller.close();
-        else controller.enqueue(piece);
-      },
-    }, { highWaterMark: 0 });
-    const entry: SandboxImportEntry = { path: "long.txt", type: "file", mode: 0o644, size: 3, body };
-    const error = await importTreeInto(host(engine), [entry], {}).catch((error) => error);
-    assert.ok(error instanceof SandboxConfigurationError && error.code === "configuration", String(error));
-    assert.match(error.message, /body longer than its size 3 .*'long\.txt'/);
-    assert.deepEqual(partialImportOf(error), { entriesSent: 1, bytesSent: 2, lastPathSent: "long.txt" });
-  });
+  const pieces = [new TextEncoder().encode("ab"), new TextEncoder().encode("cdef")];
+  const body = new ReadableStream<Uint8Array>({
+    pull: (controller) => {
+      const piece = pieces.shift();
+      if (piece === undefined) controller.close();
+      else controller.enqueue(piece);
+    },
+  }, { highWaterMark: 0 });
+  const error = await failedImport([{ path: "long.txt", type: "file", mode: 0o644, size: 3, body }]);
+  assert.ok(error instanceof SandboxConfigurationError && error.code === "configuration", String(error));
+  assert.match(error.message, /body longer than its size 3 .*'long\.txt'/);
+  assert.deepEqual(partialImportOf(error), { entriesSent: 1, bytesSent: 2, lastPathSent: "long.txt" });
 });
 
 test("importTreeInto does not count a chunk whose progress report threw as sent", async () => {
-  await withEngine(async (connection) => {
-    await connection.readHead();
-    await connection.readToEnd();
-  }, async (engine) => {
-    const error = await importTreeInto(host(engine), [fileEntry("a.txt", "abc"), fileEntry("b.txt", "defg")], {
-      onProgress: ({ bytes }) => {
-        if (bytes > 3) throw new Error("enough");
-      },
-    }).catch((error) => error);
-    assert.ok(error instanceof SandboxAbortedError && (error.cause as Error).message === "enough", String(error));
-    assert.deepEqual(partialImportOf(error), { entriesSent: 2, bytesSent: 3, lastPathSent: "b.txt" });
+  const error = await failedImport([fileEntry("a.txt", "abc"), fileEntry("b.txt", "defg")], {
+    onProgress: ({ bytes }) => {
+      if (bytes > 3) throw new Error("enough");
+    },
   });
+  assert.ok(error instanceof SandboxAbortedError && (error.cause as Error).message === "enough", String(error));
+  assert.deepEqual(partialImportOf(error), { entriesSent: 2, bytesSent: 3, lastPathSent: "b.txt" });
 });

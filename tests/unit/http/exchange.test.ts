@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { exchange, requestBuffered } from "../../../lib/engine/http/mod.ts";
-import { bytes, concat, startFakeEngine } from "../_fake_engine.ts";
+import { bytes, concat, type FakeConnection, startFakeEngine } from "../_fake_engine.ts";
 import { latin1, readAll, readText, scriptedConnector, transportError } from "./_helpers.ts";
 
 const decoder = new TextDecoder();
@@ -294,12 +294,17 @@ test("exchange streams a chunked upload and counts its bytes exactly", async () 
   }
 });
 
-test("exchange stops an upload when the Engine answers an error first", async () => {
+/**
+ * The Engine answers 404 to a PUT whose body never arrives, then `afterAnswer` (close, or
+ * keep the connection open as dockerd does while it waits for the rest of the body). The
+ * exchange must deliver the error body, cancel the request body and not wait for a close.
+ */
+async function earlyErrorAnswer(afterAnswer: (connection: FakeConnection) => Promise<void>): Promise<void> {
   const engine = await startFakeEngine(async (connection) => {
     await connection.readHead();
     await connection.write("HTTP/1.1 404 Not Found\r\nContent-Length: 29\r\n\r\n");
     await connection.write('{"message":"No such volume"}\n');
-    await connection.end();
+    await afterAnswer(connection);
   });
   try {
     let cancelled: unknown;
@@ -319,34 +324,18 @@ test("exchange stops an upload when the Engine answers an error first", async ()
     assert.equal(await readText(response.body), '{"message":"No such volume"}\n');
     assert.ok(cancelled !== undefined, "the body stream was cancelled");
     assert.equal(response.uploadedBytes(), 0n);
-  } finally {
-    await engine.close();
-  }
-});
-
-test("exchange ends an early error body without waiting for a close the Engine never sends", async () => {
-  // dockerd answers a PUT archive to a missing path at once, then keeps the connection open
-  // while it waits for the rest of the request body: the client must not wait for its close.
-  const engine = await startFakeEngine(async (connection) => {
-    await connection.readHead();
-    await connection.write("HTTP/1.1 404 Not Found\r\nContent-Length: 29\r\n\r\n");
-    await connection.write('{"message":"No such volume"}\n');
-    await connection.closed;
-  });
-  try {
-    const upload = new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}) });
-    const response = await exchange({
-      socketPath: engine.socketPath,
-      method: "PUT",
-      target: "/containers/c/archive?path=%2F",
-      body: upload,
-    });
-    assert.equal(response.status, 404);
-    assert.equal(await readText(response.body), '{"message":"No such volume"}\n');
     await engine.scriptDone(); // the client closed its side
   } finally {
     await engine.close();
   }
+}
+
+test("exchange stops an upload when the Engine answers an error first", async () => {
+  await earlyErrorAnswer((connection) => connection.end());
+});
+
+test("exchange ends an early error body without waiting for a close the Engine never sends", async () => {
+  await earlyErrorAnswer((connection) => connection.closed);
 });
 
 test("exchange body cancel closes the connection", async () => {
