@@ -45,13 +45,15 @@ export async function connectUnix(
 
 function denoSocket(conn: Deno.UnixConn): RawSocket {
   let released = false;
+  // Reads are never concurrent, so one buffer serves them all; each chunk is copied out at
+  // its exact length. A fresh 64 KiB buffer per read cost more: the Engine's pieces average
+  // ~25 KiB, so most of each buffer was zero-filled for nothing and pinned with the chunk.
+  const buffer = new Uint8Array(READ_BYTES);
   return {
     async read() {
-      const buffer = new Uint8Array(READ_BYTES);
       const length = await conn.read(buffer);
       if (length === null) return null;
-      // Keep a small read from pinning a whole 64 KiB buffer.
-      return length < READ_BYTES / 4 ? buffer.slice(0, length) : buffer.subarray(0, length);
+      return buffer.slice(0, length);
     },
     async write(chunk) {
       let offset = 0;
