@@ -7,6 +7,9 @@
 /** Longest path accepted, in bytes of UTF-8 (Linux `PATH_MAX`). */
 export const MAX_PATH_BYTES = 4096;
 
+/** Longest segment (file name) accepted, in bytes of UTF-8 (Linux `NAME_MAX`). */
+export const MAX_SEGMENT_BYTES = 255;
+
 const CONTROL = /\p{Cc}/u;
 const LONE_SURROGATE = /\p{Cs}/u;
 
@@ -55,6 +58,9 @@ export function pathDefect(text: string, absolute: boolean): string | undefined 
   for (const segment of body.split("/")) {
     if (segment === "") return "must not contain an empty segment (//)";
     if (segment === "." || segment === "..") return `must not contain a '${segment}' segment`;
+    if (segment.length > MAX_SEGMENT_BYTES / 3 && utf8ByteLength(segment) > MAX_SEGMENT_BYTES) {
+      return `must not contain a segment longer than ${MAX_SEGMENT_BYTES} bytes of UTF-8`;
+    }
   }
   return undefined;
 }

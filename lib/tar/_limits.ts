@@ -9,6 +9,9 @@ export const MAX_ENTRY_SIZE = 8_589_934_591;
 /** Largest path in UTF-8 bytes (a directory's trailing `/` not counted). */
 export const MAX_PATH_BYTES = 4096;
 
+/** Largest path segment (file name) in UTF-8 bytes (Linux `NAME_MAX`). */
+export const MAX_SEGMENT_BYTES = 255;
+
 /** Largest PAX record block in bytes. */
 export const MAX_PAX_BYTES = 65_536;
 

@@ -73,6 +73,28 @@ engineTest("DockerSandbox exportTree rejects a symlinked ancestor, a symlinked r
   });
 });
 
+engineTest("DockerSandbox exportTree refuses a directory deeper than 3072 bytes instead of exporting it incompletely", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    // 16 levels of 200-byte names: 3,216 bytes below work/deep, files at the bottom.
+    const level = "d".repeat(200);
+    await runGuest(sandbox, `p=deep; for i in $(seq 16); do p=$p/${level}; done; mkdir -p $p && printf x > $p/f && printf y > deep/top`);
+    await sandbox.stop();
+    const seen: string[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const entry of await sandbox.exportTree({ kind: "subtree", path: "work/deep" })) {
+          seen.push(entry.path);
+          await entry.body.cancel();
+        }
+      })(),
+      (error) => error instanceof SandboxUnsupportedError && error.code === "unsupported" && /bytes deep, above 3072/.test(error.message),
+    );
+    assert.ok(seen.length > 1 && seen.every((path) => path.length <= 3072), "entries up to the limit were handed out first");
+    // A file selection below the limit still works.
+    assert.equal((await readExport(await sandbox.exportTree({ kind: "file", path: "work/deep/top" })))[0].size, 1);
+  });
+});
+
 engineTest("DockerSandbox importTree and exportTree enforce their states", async (engine) => {
   await withBackend(async (backend) => {
     const sandbox = await backend.reserve({ policy: testPolicy }, recordingPort()).start();

@@ -12,7 +12,9 @@ import {
   SandboxEngineError,
   SandboxError,
   SandboxStateError,
+  SandboxUnsupportedError,
 } from "../../sandbox/errors.ts";
+import { utf8ByteLength } from "../../sandbox/_path_defects.ts";
 import type { SandboxExportEntry, SandboxExportSelection } from "../../sandbox/transfer.ts";
 import type { NormalizedTransferOptions } from "../../sandbox/_transfer_input.ts";
 import type { DockerEngine } from "../../engine/client.ts";
@@ -28,6 +30,17 @@ import { exportTarError } from "./_tar_errors.ts";
 import type { TransferGuard } from "./_transfer_guard.ts";
 
 const ACTION = "export files";
+
+/**
+ * Longest directory path an export accepts, in UTF-8 bytes of its workspace-relative path.
+ * The Engine's archiver silently leaves out entries whose path on the daemon's host reaches
+ * `PATH_MAX` (4096 bytes; measured with Engine 28.5: the archive just ends early, without an
+ * error). That host path is the volume's mount point (about 100 bytes, more with a long
+ * data root), the directory's path and a name of up to 255 bytes: refusing directories
+ * deeper than this keeps every child well below the limit, so an export is never silently
+ * incomplete.
+ */
+export const MAX_EXPORT_DIRECTORY_PATH_BYTES = 3072;
 
 /** What an export needs from its sandbox. */
 export interface ExportHost {
@@ -212,6 +225,11 @@ function exportStream(
           if (path === "") {
             await value.body.cancel();
             continue;
+          }
+          if (value.type === "directory" && utf8ByteLength(path) > MAX_EXPORT_DIRECTORY_PATH_BYTES) {
+            throw new SandboxUnsupportedError(
+              `Cannot ${ACTION}: directory '${path.slice(0, 64)}…' is ${utf8ByteLength(path)} bytes deep, above ${MAX_EXPORT_DIRECTORY_PATH_BYTES}; the Engine leaves out entries below such paths without an error, so the export could not be complete`,
+            );
           }
           guard.admit(path, value.size);
           controller.enqueue(Object.freeze({

@@ -8,6 +8,7 @@ import { type FileHandle, lstat, open, readdir } from "node:fs/promises";
 import { isAbsolute, join } from "node:path";
 import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
 import type { SandboxImportEntry } from "../../sandbox/transfer.ts";
+import { pathDefect } from "../../sandbox/_path_defects.ts";
 import { markPoolable, READ_BUFFER_BYTES, type ReadBufferPool } from "./_read_buffers.ts";
 
 const ACTION = "import directory";
@@ -21,6 +22,7 @@ interface HostStat {
   readonly mode: number;
   readonly size: number;
   readonly mtimeMs: number;
+  readonly ctimeMs: number;
   isDirectory(): boolean;
   isFile(): boolean;
   isSymbolicLink(): boolean;
@@ -33,13 +35,16 @@ interface HostStat {
  * `& 0o7777`, modification times in whole seconds. Ownership is not read (the import sets
  * it).
  *
- Links are never followed: a symbolic link anywhere below `hostPath`, or `hostPath` itself
- * being one, fails the walk; so do sockets, FIFOs and devices, and names that are not valid
- * UTF-8. The tree is checked once completely before the first entry is yielded, so such a
- * tree fails before anything is sent (a change between that check and the second, yielding
- * walk is caught by the second walk). Files are opened only when their body is read (one at a
- * time, `O_NOFOLLOW`), checked to be the file that was listed, and must keep their size
- * while they are read.
+ * Links are never followed: a symbolic link anywhere below `hostPath`, or `hostPath` itself
+ * being one, fails the walk; so do sockets, FIFOs and devices, names that are not valid
+ * UTF-8, and paths `importTree` would refuse (a backslash or control character, a name over
+ * 255 bytes, a path over 4096 bytes). The tree is checked once completely before the first
+ * entry is yielded, so such a tree fails before anything is sent (a change between that
+ * check and the second, yielding walk is caught by the second walk). Files are opened only
+ * when their body is read (one at a time, `O_NOFOLLOW`), checked to be the file that was
+ * listed, and must not change until they were read: a different size, modification time or
+ * change time when the file is opened or after its last byte fails the body (a rewrite is
+ * seen as far as the file system's clock resolves it).
  *
  * The walks are lazy and streaming: memory holds the sorted names of the directories on the
  * current path, not the tree.
@@ -48,7 +53,8 @@ interface HostStat {
  * @returns The entries (each iteration walks afresh).
  * @throws {SandboxConfigurationError} At once for a `hostPath` that is not an absolute path.
  *   While iterating: `configuration` for a symlink, a special file, a name that is not UTF-8,
- *   or a `hostPath` that is missing, unreadable or not a directory; a body stream errors with
+ *   a path `importTree` would refuse or the host cannot name (`ENAMETOOLONG`), or a
+ *   `hostPath` that is missing, unreadable or not a directory; a body stream errors with
  *   `SandboxConflictError` (`conflict`) when its file changed since it was listed. Other file
  *   system errors below the root (`EACCES`, …) propagate unchanged.
  *
@@ -101,7 +107,18 @@ async function* tree(root: string, bodies: boolean): AsyncGenerator<SandboxImpor
     const name = level.names[level.next++];
     const path = level.path === "" ? name : `${level.path}/${name}`;
     const hostFile = join(root, path);
-    const stat = await lstat(hostFile) as HostStat;
+    // The path importTree will check, checked here already so the first walk catches it.
+    const defect = pathDefect(path, false);
+    if (defect !== undefined) {
+      throw new SandboxConfigurationError(`Cannot ${ACTION}: '${hostFile}' cannot be imported: its path ${defect}`);
+    }
+    let stat: HostStat;
+    try {
+      stat = await lstat(hostFile) as HostStat;
+    } catch (cause) {
+      if ((cause as { code?: string }).code !== "ENAMETOOLONG") throw cause;
+      throw new SandboxConfigurationError(`Cannot ${ACTION}: '${hostFile}' is longer than the host allows (ENAMETOOLONG)`, { cause });
+    }
     const mode = stat.mode & 0o7777;
     const mtime = Math.max(0, Math.floor(stat.mtimeMs / 1000));
     if (stat.isSymbolicLink()) throw linkError(hostFile);
@@ -155,11 +172,15 @@ function fileBody(path: string, listed: HostStat): ReadableStream<Uint8Array> {
           handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
           const now = await handle.stat();
           if (!now.isFile() || now.ino !== listed.ino || now.dev !== listed.dev) throw changed("it is another file now");
+          if (now.mtimeMs !== listed.mtimeMs || now.ctimeMs !== listed.ctimeMs) throw changed("it was written after it was listed");
         }
         if (left === 0) {
           const { bytesRead } = await handle.read(new Uint8Array(1), 0, 1, null);
+          // A rewrite that keeps the size shows in the times (ctime moves with every write).
+          const now = await handle.stat();
           await close();
           if (bytesRead > 0) throw changed(`it grew past ${listed.size} bytes`);
+          if (now.mtimeMs !== listed.mtimeMs || now.ctimeMs !== listed.ctimeMs) throw changed("it was written while it was read");
           controller.close();
           return;
         }

@@ -92,12 +92,61 @@ test("importDirectory rejects a symlinked root, a file root, a missing root, a F
 test("importDirectory fails a body whose file changed after it was listed", async () => {
   const top = await fresh("changing");
   await writeFile(join(top, "grows"), "1234");
+  await utimes(join(top, "grows"), 1_000_000_000, 1_000_000_000);
   const iterator = importDirectory(top)[Symbol.asyncIterator]();
   const { value } = await iterator.next();
   await appendFile(join(top, "grows"), "5678");
   await assert.rejects(
     new Response(value!.body).arrayBuffer(),
-    (error) => error instanceof SandboxConflictError && error.code === "conflict" && /grew past 4 bytes/.test(error.message),
+    (error) => error instanceof SandboxConflictError && error.code === "conflict" && /written after it was listed/.test(error.message),
   );
   await iterator.return?.();
+});
+
+/** A file of `size` bytes listed with an old mtime; returns its body after one read. */
+async function readingBody(name: string, size: number) {
+  const top = await fresh(name);
+  const file = join(top, "data.bin");
+  await writeFile(file, new Uint8Array(size));
+  await utimes(file, 1_000_000_000, 1_000_000_000); // a rewrite now moves the mtime for sure
+  const iterator = importDirectory(top)[Symbol.asyncIterator]();
+  const { value } = await iterator.next();
+  const reader = value!.body!.getReader();
+  assert.equal((await reader.read()).done, false);
+  return { file, reader, done: () => iterator.return?.() };
+}
+
+async function readRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  for (;;) if ((await reader.read()).done) return;
+}
+
+test("importDirectory fails a body whose file grows while it is read", async () => {
+  const { file, reader, done } = await readingBody("grows-while-read", 3 * 1024 * 1024);
+  await appendFile(file, "x");
+  await assert.rejects(readRest(reader), (error) => error instanceof SandboxConflictError && /grew past 3145728 bytes/.test(error.message));
+  await done();
+});
+
+test("importDirectory fails a body whose file is rewritten at the same size while it is read", async () => {
+  const { file, reader, done } = await readingBody("rewritten", 3 * 1024 * 1024);
+  await writeFile(file, new Uint8Array(3 * 1024 * 1024).fill(65));
+  await assert.rejects(readRest(reader), (error) => error instanceof SandboxConflictError && error.code === "conflict" && /written while it was read/.test(error.message));
+  await done();
+});
+
+test("importDirectory refuses, before yielding anything, names importTree would refuse", async () => {
+  for (const [label, bad] of [["backslash", "z\\b"], ["newline", "z\nb"], ["escape", "z\u001b[31m"]]) {
+    const top = await fresh(`bad-name-${label.replace(/\W/g, "")}`);
+    await writeFile(join(top, "a.txt"), "first");
+    await writeFile(join(top, bad), "bad");
+    const seen: string[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const entry of importDirectory(top)) seen.push(entry.path);
+      })(),
+      (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && /cannot be imported: its path must/.test(error.message),
+      label,
+    );
+    assert.deepEqual(seen, [], `${label}: nothing yielded`);
+  }
 });

@@ -10,8 +10,9 @@ test("parseSandboxRelativePath returns canonical paths unchanged", () => {
       "artifacts/report.json",
       ".hidden/..dots/...",
       "a b/ü/日本語/🙂",
-      "x".repeat(4096),
-      "é".repeat(2048), // 4096 bytes of UTF-8
+      [...Array(20).fill("x".repeat(203)), "x".repeat(16)].join("/"), // 4096 bytes
+      [...Array(16).fill("é".repeat(127)), "é".repeat(8)].join("/"), // 4096 bytes of UTF-8
+      "n".repeat(255), // the longest name
       "name with spaces and 'quotes'",
     ]
   ) {
@@ -40,6 +41,8 @@ test("parseSandboxRelativePath rejects non-canonical paths naming the field and 
     ["x".repeat(4097), "at most 4096 bytes"],
     ["é".repeat(2049), "at most 4096 bytes"],
     ["🙂".repeat(1025), "at most 4096 bytes"],
+    ["n".repeat(256), "segment longer than 255 bytes"],
+    [`a/${"é".repeat(128)}/b`, "segment longer than 255 bytes"],
     [42, "must be a string"],
     [undefined, "must be a string"],
   ];
