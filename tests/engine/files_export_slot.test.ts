@@ -67,7 +67,7 @@ engineTest("exportToDirectory failing its checks (existing target, missing paren
       );
       await assert.rejects(
         exportToDirectory(await sandbox.exportTree({ kind: "subtree", path: "work/out" }), join(root, "missing/target")),
-        (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && /parent directory/.test(error.message),
+        (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && /parent of .* is missing or not a directory/.test(error.message),
       );
       const target = join(root, "copy");
       const written = await within(

@@ -67,7 +67,7 @@ interface Placed {
  * @param options See {@linkcode ExportToDirectoryOptions}.
  * @returns `{ files, bytes }`: entries written (directories included) and content bytes.
  * @throws {SandboxConfigurationError} `configuration`: `hostPath` not absolute, its parent
- *   directory missing, an entry path not canonical or outside `base`, an entry that is
+ *   missing or not a directory, an entry path not canonical or outside `base`, an entry that is
  *   neither a file nor a directory.
  * @throws {SandboxConflictError} `conflict`: `hostPath` exists (checked before and right
  *   before the rename).
@@ -75,7 +75,9 @@ interface Placed {
  * of these checks before anything was read: an unread export stream would keep the
  * Engine's archive request, and with it the sandbox's export slot, open.
  * Errors of the entry stream (the export's `SandboxError`s) and of the host file system
- * (`ENOSPC`, `EACCES`, …) propagate unchanged after the cleanup.
+ * (`ENOSPC`, `EACCES`, `ENAMETOOLONG` for a path the host cannot hold, `EEXIST` for a
+ * hand-made entry stream that names a path twice, …) propagate unchanged after the
+ * cleanup.
  *
  * @example Export the artifacts of a stopped sandbox
  * ```ts ignore
@@ -131,15 +133,21 @@ async function makeTemporary(temporary: string, hostPath: string): Promise<void>
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-    throw new SandboxConfigurationError(`Cannot ${ACTION}: the parent directory of '${hostPath}' does not exist`, { cause: error });
+    throw parentError(hostPath, error);
   }
+}
+
+function parentError(hostPath: string, cause: unknown): SandboxConfigurationError {
+  return new SandboxConfigurationError(`Cannot ${ACTION}: the parent of '${hostPath}' is missing or not a directory`, { cause });
 }
 
 async function assertAbsent(path: string): Promise<void> {
   try {
     await lstat(path);
   } catch (error) {
-    if ((error as { code?: unknown }).code === "ENOENT") return;
+    const code = (error as { code?: unknown }).code;
+    if (code === "ENOENT") return;
+    if (code === "ENOTDIR") throw parentError(path, error);
     throw error;
   }
   throw new SandboxConflictError(`Cannot ${ACTION}: '${path}' already exists`);

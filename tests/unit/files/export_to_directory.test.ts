@@ -1,6 +1,6 @@
 // exportToDirectory: all or nothing, through a temporary sibling renamed on success.
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -104,9 +104,14 @@ test("exportToDirectory refuses an existing target and non-canonical entry paths
 test("exportToDirectory cancels the entries when its checks fail before reading (existing target, missing parent, bad path)", async () => {
   const existing = join(root, "taken");
   await mkdir(existing);
+  const aFile = join(root, "a-file");
+  await writeFile(aFile, "x");
+  const parentError = (error: unknown) =>
+    error instanceof SandboxConfigurationError && error.code === "configuration" && /parent of .* is missing or not a directory/.test(error.message);
   const cases: [string, (error: unknown) => boolean][] = [
     [existing, (error) => error instanceof SandboxConflictError && error.code === "conflict"],
-    [join(root, "missing-parent/target"), (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && /parent directory/.test(error.message)],
+    [join(root, "missing-parent/target"), parentError],
+    [join(aFile, "target"), parentError],
     ["relative", (error) => error instanceof SandboxConfigurationError && error.code === "configuration"],
   ];
   for (const [hostPath, check] of cases) {
