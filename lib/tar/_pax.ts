@@ -68,7 +68,7 @@ export function parsePax(records: Uint8Array, offset: number): PaxOverrides {
 
 /** Validates one record's value and stores what the entry uses. */
 function apply(result: PaxOverrides, key: string, value: string, offset: number): void {
-  if (key === "size") throw readError("pax_size_override", "PAX size override", { offset });
+  if (key === "size") throw readError("pax_size_override", "PAX size record (sizes above 8 GiB − 1 are not supported)", { offset });
   if (!ALLOWED.has(key)) {
     const shown = key.length > 64 ? `${key.slice(0, 64)}…` : key;
     throw readError("pax_unsupported_key", `unsupported PAX key '${shown}'`, { offset });

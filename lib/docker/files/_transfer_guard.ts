@@ -121,7 +121,7 @@ export class TransferGuard {
     this.check();
     const { files, bytes } = this.#options.quota;
     if (files !== undefined && this.#files + 1 > files) {
-      throw this.#refuse(new SandboxQuotaError(`Cannot ${this.#action}: entry '${path}' would exceed the quota of ${files} entries`));
+      throw this.#refuse(new SandboxQuotaError(`Cannot ${this.#action}: entry '${path}' would exceed the quota of ${files} ${files === 1 ? "entry" : "entries"}`));
     }
     if (bytes !== undefined && this.#admittedBytes + size > bytes) {
       throw this.#refuse(
