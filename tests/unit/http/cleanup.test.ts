@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { exchange, requestBuffered, upgrade } from "../../../lib/engine/http/mod.ts";
-import { startFakeEngine } from "../_fake_engine.ts";
+import { type FakeConnection, startFakeEngine } from "../_fake_engine.ts";
 import { readAll, transportError } from "./_helpers.ts";
 
 /** Counts timers started through `globalThis.setTimeout` that neither fired nor were cleared. */
@@ -51,129 +51,74 @@ function countedSignal(): { signal: AbortSignal; listeners: () => number } {
   return { signal, listeners: () => listeners };
 }
 
-test("requestBuffered leaves no timer or abort listener behind on success", async () => {
+/**
+ * Runs `run` against a fake engine playing `script`, with a signal that counts its abort
+ * listeners and a count of live timers, and asserts that neither is left behind.
+ */
+async function assertNothingLeft(
+  script: (connection: FakeConnection) => Promise<void>,
+  run: (socketPath: string, signal: AbortSignal, listeners: () => number) => Promise<void>,
+): Promise<void> {
   const engine = await startFakeEngine(async (connection) => {
     await connection.readRequest();
-    await connection.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK");
-    await connection.end();
+    await script(connection);
   });
   try {
     const { signal, listeners } = countedSignal();
-    const { value, liveTimers } = await withTimerCount(() =>
-      requestBuffered({
-        socketPath: engine.socketPath,
-        method: "GET",
-        target: "/_ping",
-        timeoutMs: 5_000,
-        maxResponseBytes: 10,
-        signal,
-      })
-    );
-    assert.equal(value.status, 200);
-    assert.equal(liveTimers, 0);
-    assert.equal(listeners(), 0);
+    const { liveTimers } = await withTimerCount(() => run(engine.socketPath, signal, listeners));
+    assert.equal(liveTimers, 0, "no timer is left");
+    assert.equal(listeners(), 0, "no abort listener is left");
   } finally {
     await engine.close();
   }
+}
+
+test("requestBuffered leaves no timer or abort listener behind on success", async () => {
+  await assertNothingLeft(async (connection) => {
+    await connection.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK");
+    await connection.end();
+  }, async (socketPath, signal) => {
+    const reply = await requestBuffered({ socketPath, method: "GET", target: "/_ping", timeoutMs: 5_000, maxResponseBytes: 10, signal });
+    assert.equal(reply.status, 200);
+  });
 });
 
 test("exchange leaves no timer or abort listener behind after a header deadline", async () => {
-  const engine = await startFakeEngine(async (connection) => {
-    await connection.readRequest();
-    await connection.closed;
-  });
-  try {
-    const { signal, listeners } = countedSignal();
-    const { liveTimers } = await withTimerCount(() =>
-      assert.rejects(
-        exchange({
-          socketPath: engine.socketPath,
-          method: "GET",
-          target: "/",
-          headerTimeoutMs: 50,
-          timeoutMs: 60_000,
-          signal,
-        }),
-        transportError("deadline"),
-      )
+  await assertNothingLeft((connection) => connection.closed, async (socketPath, signal) => {
+    await assert.rejects(
+      exchange({ socketPath, method: "GET", target: "/", headerTimeoutMs: 50, timeoutMs: 60_000, signal }),
+      transportError("deadline"),
     );
-    assert.equal(liveTimers, 0);
-    assert.equal(listeners(), 0);
-  } finally {
-    await engine.close();
-  }
+  });
 });
 
 test("exchange leaves no timer or abort listener behind after a truncated body", async () => {
-  const engine = await startFakeEngine(async (connection) => {
-    await connection.readRequest();
+  await assertNothingLeft(async (connection) => {
     await connection.write("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc");
+    await connection.end();
+  }, async (socketPath, signal) => {
+    const response = await exchange({ socketPath, method: "GET", target: "/", timeoutMs: 60_000, signal });
+    await assert.rejects(readAll(response.body), transportError("invalid_response"));
   });
-  try {
-    const { signal, listeners } = countedSignal();
-    const { liveTimers } = await withTimerCount(async () => {
-      const response = await exchange({
-        socketPath: engine.socketPath,
-        method: "GET",
-        target: "/",
-        timeoutMs: 60_000,
-        signal,
-      });
-      await assert.rejects(readAll(response.body), transportError("invalid_response"));
-    });
-    assert.equal(liveTimers, 0);
-    assert.equal(listeners(), 0);
-  } finally {
-    await engine.close();
-  }
 });
 
 test("exchange leaves no timer or abort listener behind after the body is cancelled", async () => {
-  const engine = await startFakeEngine(async (connection) => {
-    await connection.readRequest();
+  await assertNothingLeft(async (connection) => {
     await connection.write("HTTP/1.1 200 OK\r\n\r\nstream");
     await connection.closed;
+  }, async (socketPath, signal) => {
+    const response = await exchange({ socketPath, method: "GET", target: "/", timeoutMs: 60_000, signal });
+    await response.body.cancel();
   });
-  try {
-    const { signal, listeners } = countedSignal();
-    const { liveTimers } = await withTimerCount(async () => {
-      const response = await exchange({
-        socketPath: engine.socketPath,
-        method: "GET",
-        target: "/",
-        timeoutMs: 60_000,
-        signal,
-      });
-      await response.body.cancel();
-    });
-    assert.equal(liveTimers, 0);
-    assert.equal(listeners(), 0);
-  } finally {
-    await engine.close();
-  }
 });
 
 test("upgrade leaves no timer or abort listener behind once closed", async () => {
-  const engine = await startFakeEngine(async (connection) => {
-    await connection.readRequest();
+  await assertNothingLeft(async (connection) => {
     await connection.write("HTTP/1.1 101 UPGRADED\r\nUpgrade: tcp\r\n\r\n");
     await connection.closed;
+  }, async (socketPath, signal, listeners) => {
+    const attach = await upgrade({ socketPath, method: "POST", target: "/exec/a/start", signal });
+    assert.equal(listeners(), 1, "the signal still guards the upgraded connection");
+    await attach.close();
   });
-  try {
-    const { signal, listeners } = countedSignal();
-    const { liveTimers } = await withTimerCount(async () => {
-      const attach = await upgrade({
-        socketPath: engine.socketPath,
-        method: "POST",
-        target: "/exec/a/start",
-        signal,
-      });
-      assert.equal(listeners(), 1, "the signal still guards the upgraded connection");
-      await attach.close();
-    });
-    assert.equal(liveTimers, 0);
-    assert.equal(listeners(), 0);
-  } finally {
-    await engine.close();
-  }
 });
