@@ -68,7 +68,8 @@ export function exportTarError(error: TarError, action: string, where: string | 
  * @returns The sandbox error, with `error` as its cause.
  */
 export function importTarError(error: TarError, action: string): SandboxError {
-  const reason = error.message.replace(/^Cannot write archive: /u, "");
+  // The offset is a position in the archive we write, which means nothing to the caller.
+  const reason = error.message.replace(/^Cannot write archive: /u, "").replace(/ at offset \d+/u, "");
   if (error.code === "size_limit") return new SandboxUnsupportedError(`Cannot ${action}: ${reason}`, { cause: error });
   return new SandboxConfigurationError(`Cannot ${action}: ${reason}`, { cause: error });
 }
