@@ -23,6 +23,7 @@ import {
   SandboxUnsupportedError,
 } from "../../sandbox/errors.ts";
 import type { TarError, TarErrorCode } from "../../tar/error.ts";
+import { quotePath } from "../../tar/quote_path.ts";
 
 const UNSUPPORTED_CONTENT: ReadonlySet<TarErrorCode> = new Set<TarErrorCode>([
   "unsupported_type",
@@ -45,7 +46,7 @@ const HOST_FAILURE: ReadonlySet<TarErrorCode> = new Set<TarErrorCode>(["spill_io
  */
 export function exportTarError(error: TarError, action: string, where: string | undefined): SandboxError {
   const reason = error.message.replace(/^Cannot read archive: /u, "");
-  const at = where === undefined ? "" : ` (at '${where}')`;
+  const at = where === undefined ? "" : ` (at ${quotePath(where)})`;
   // The Engine writes a name that is not UTF-8 as a PAX `path` record with its raw bytes.
   const nonUtf8Name = error.code === "pax_record" && error.message.includes("PAX record is not valid UTF-8");
   if (UNSUPPORTED_CONTENT.has(error.code) || nonUtf8Name) {

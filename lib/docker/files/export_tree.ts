@@ -22,6 +22,7 @@ import { DockerEngineError } from "../../engine/errors.ts";
 import { DockerEngineTransportError } from "../../engine/http/errors.ts";
 import type { TarEntry } from "../../tar/entry.ts";
 import { TarError } from "../../tar/error.ts";
+import { quotePath } from "../../tar/quote_path.ts";
 import { readTar } from "../../tar/read_tar.ts";
 import { WORKSPACE_PATH } from "../workload.ts";
 import { asSandboxError } from "../_engine_errors.ts";
@@ -135,7 +136,7 @@ async function checkSelection(host: ExportHost, kind: "file" | "subtree", path: 
     const found = containerPathKind(stat.mode);
     const wanted: ContainerPathKind = selected && kind === "file" ? "file" : "directory";
     if (found !== wanted) {
-      const link = found === "symlink" ? ` to '${stat.linkTarget}'` : "";
+      const link = found === "symlink" ? ` to ${quotePath(stat.linkTarget)}` : "";
       const rule = found === "symlink" ? "; selections never follow links" : "";
       throw new SandboxConfigurationError(
         `Cannot ${ACTION}: ${role} '${prefix}' is ${KIND_WORDS[found]}${link}, not ${KIND_WORDS[wanted]}${rule}`,

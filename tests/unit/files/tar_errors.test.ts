@@ -26,3 +26,14 @@ test("importTarError names the entry without the offset in our own archive", () 
   assert.ok(large instanceof SandboxUnsupportedError && large.code === "unsupported");
   assert.equal(large.message, "Cannot import files: size 8589934592 above 8589934591 bytes (entry 'big')");
 });
+
+test("exportTarError quotes a hostile guest path so no control sequence reaches the message", () => {
+  const error = exportTarError(
+    new TarError("path_invalid", "Cannot read archive: control character in path at offset 512 (entry 'esc/a\\x1b[31mred')", { path: "esc/a\u001b[31mred" }),
+    "export files",
+    "work/esc/a\u001b[31m\u0085red'",
+  );
+  assert.ok(error instanceof SandboxUnsupportedError);
+  assert.ok(!/\p{Cc}/u.test(error.message), error.message);
+  assert.match(error.message, /\(at 'work\/esc\/a\\x1b\[31m\\x85red\\''\)/);
+});
