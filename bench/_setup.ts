@@ -3,6 +3,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { concatBytes } from "../lib/engine/http/_bytes.ts";
 
 /** Label on every container the benchmark makes outside our library. */
 export const BENCH_LABEL = "dev.agentcell.bench";
@@ -108,21 +109,11 @@ export function dockerCli(config: BenchConfig, args: readonly string[], options:
     child.stderr?.on("data", (chunk: Uint8Array) => err.push(chunk));
     child.on("error", reject);
     child.on("close", (code) => {
-      const text = (parts: Uint8Array[]) => new TextDecoder().decode(concat(parts));
+      const text = (parts: Uint8Array[]) => new TextDecoder().decode(concatBytes(parts));
       if (code === 0) resolve(text(out));
       else reject(new Error(`docker ${args.join(" ")} exited with ${code}: ${text(err).trim()}`));
     });
   });
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.byteLength;
-  }
-  return joined;
 }
 
 /** What a variant that times itself measured (its setup excluded). */

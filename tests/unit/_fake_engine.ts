@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { concatBytes } from "../../lib/engine/http/_bytes.ts";
 
 /** A request the fake engine read: its head (text, without the blank line) and body. */
 export interface FakeRequest {
@@ -143,7 +144,7 @@ function fakeConnection(socket: Socket, requests: FakeRequest[]): FakeConnection
   // Received chunks are joined only when a script looks at them.
   const gather = () => {
     if (pending.length === 0) return;
-    buffer = concat([buffer, ...pending]);
+    buffer = concatBytes([buffer, ...pending]);
     pending = [];
   };
   const waitForData = async () => {
@@ -207,7 +208,7 @@ function fakeConnection(socket: Socket, requests: FakeRequest[]): FakeConnection
           parts.push(await readBytes(size));
           if ((await readLine()) !== "") throw new Error("fake engine: bad chunk end");
         }
-        body = concat(parts);
+        body = concatBytes(parts);
       } else {
         body = await readBytes(length === null ? 0 : Number(length[1]));
       }
@@ -247,16 +248,8 @@ function fakeConnection(socket: Socket, requests: FakeRequest[]): FakeConnection
   };
 }
 
-/** Joins byte chunks into one array. */
-export function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.byteLength;
-  }
-  return joined;
-}
+/** Joins byte chunks into one array (the library's own helper). */
+export { concatBytes as concat };
 
 /** Encodes text as UTF-8 bytes. */
 export function bytes(text: string): Uint8Array {

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { concatBytes } from "../../../lib/engine/http/_bytes.ts";
 
 /**
  * Encodes one attach-stream frame.
@@ -25,16 +26,8 @@ export function frame(
   return out;
 }
 
-/** Concatenates byte arrays. */
-export function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
-}
+/** Concatenates byte arrays (the library's own helper). */
+export const concat: (parts: readonly Uint8Array[]) => Uint8Array = concatBytes;
 
 /** A source the test feeds by hand, recording whether and why it was cancelled. */
 export interface PushSource {

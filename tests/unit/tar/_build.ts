@@ -1,6 +1,7 @@
 // Raw tar building blocks for tests: headers with any field content (valid or not), PAX
 // blocks, bodies, end blocks, and helpers to stream and collect archives.
 import assert from "node:assert/strict";
+import { concatBytes } from "../../../lib/engine/http/_bytes.ts";
 import { TarError, type TarErrorCode } from "../../../lib/tar/error.ts";
 import type { TarEntry } from "../../../lib/tar/entry.ts";
 import { readTar, type ReadTarOptions } from "../../../lib/tar/read_tar.ts";
@@ -110,15 +111,9 @@ export function end(): Uint8Array {
   return new Uint8Array(1024);
 }
 
-/** Concatenation of byte arrays. */
+/** Concatenation of byte arrays (the library's own helper). */
 export function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  return concatBytes(parts);
 }
 
 /** A stream of `bytes` in chunks of `size` bytes (or at the given split points). */
