@@ -29,3 +29,24 @@ export function engineTest(
     await fn(new DockerEngine(endpoint!), t);
   });
 }
+
+/**
+ * Poll `probe` until it returns a value other than `undefined`, and return that value. A
+ * deadline of its own (default 30 s, far above what any machine needs) turns a condition
+ * that never comes into a failure naming `what`; the assertion is the event, not the time
+ * it took.
+ */
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  options: { deadlineMs?: number; intervalMs?: number } = {},
+): Promise<T> {
+  const deadlineMs = options.deadlineMs ?? 30_000;
+  const give = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > give) throw new Error(`${what} did not happen within ${deadlineMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 50));
+  }
+}

@@ -83,3 +83,23 @@ export async function assertGone(engine: DockerEngine, sandbox: DockerSandbox): 
 export async function text(stream: ReadableStream<Uint8Array>): Promise<string> {
   return await new Response(stream).text();
 }
+
+/**
+ * Read `stream` as UTF-8 until the text seen so far satisfies `done`; returns that text and
+ * releases the reader (the rest stays unread). Fails when the stream ends or errors first.
+ */
+export async function readUntil(stream: ReadableStream<Uint8Array>, done: (seen: string) => boolean): Promise<string> {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let seen = "";
+  try {
+    while (!done(seen)) {
+      const { done: ended, value } = await reader.read();
+      if (ended) throw new Error(`the stream ended before the expected output; it gave: ${seen}`);
+      seen += decoder.decode(value, { stream: true });
+    }
+    return seen;
+  } finally {
+    reader.releaseLock();
+  }
+}

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { MAX_API_VERSION } from "../../lib/engine/api_version.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
-import { busyboxImage, engineTest } from "./_engine.ts";
+import { busyboxImage, engineTest, eventually } from "./_engine.ts";
 
 const idSchema = z.looseObject({ Id: z.string() });
 
@@ -89,15 +89,11 @@ engineTest("DockerEngine request validates a JSON reply and maps 404", async (en
 engineTest("DockerEngine streams a container archive", async (engine) => {
   await withContainer(engine, async (id) => {
     // the keeper writes the file right after start; wait until it is there
-    let response;
-    for (let attempt = 0; attempt < 50; attempt++) {
-      response = await engine.stream("GET", `/containers/${id}/archive`, { query: { path: "/tmp/box/file.txt" } });
-      if (response.status === 200) break;
+    const response = await eventually("the keeper's file", async () => {
+      const response = await engine.stream("GET", `/containers/${id}/archive`, { query: { path: "/tmp/box/file.txt" } });
+      if (response.status === 200) return response;
       await response.body.cancel();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    assert.ok(response);
-    assert.equal(response.status, 200);
+    });
     const tar = await readAll(response.body);
     assert.equal(response.downloadedBytes(), BigInt(tar.byteLength));
     assert.equal(tar.byteLength % 512, 0);
@@ -145,11 +141,10 @@ engineTest("DockerEngine upgrades an exec attach: stdin, half-close, multiplexed
       await attach.close();
     }
     const execSchema = z.looseObject({ Running: z.boolean(), ExitCode: z.number().nullable() });
-    let state = (await engine.request("GET", `/exec/${exec.value.Id}/json`, { schema: execSchema })).value;
-    for (let attempt = 0; state.Running && attempt < 50; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      state = (await engine.request("GET", `/exec/${exec.value.Id}/json`, { schema: execSchema })).value;
-    }
+    const state = await eventually("the exec ending", async () => {
+      const state = (await engine.request("GET", `/exec/${exec.value.Id}/json`, { schema: execSchema })).value;
+      return state.Running ? undefined : state;
+    });
     assert.deepEqual([state.Running, state.ExitCode], [false, 0]);
   });
 });

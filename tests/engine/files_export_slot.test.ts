@@ -11,7 +11,7 @@ import { engineTest } from "./_engine.ts";
 import { readExport, runGuest } from "./_files.ts";
 import { withSandbox } from "./_sandbox.ts";
 
-/** Rejects when `promise` takes longer than `ms` milliseconds (a hang on the container lock). */
+/** Rejects when `promise` takes longer than `ms` milliseconds: a hang on the container lock (a bound far above any machine's time). */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
@@ -30,26 +30,26 @@ engineTest("DockerSandbox exportTree refuses a second export at once while one i
     await sandbox.stop();
 
     const first = await sandbox.exportTree({ kind: "subtree", path: "work/out" });
-    const started = Date.now();
+    // Refused, not queued: were it waiting for the slot, this would never settle while the
+    // first export stays open and unread.
     await assert.rejects(sandbox.exportTree({ kind: "workspace" }), busy);
-    assert.ok(Date.now() - started < 1_000, "the second export is refused at once");
 
     // Partly read, then cancelled: the slot is free again.
     const reader = first.getReader();
     assert.equal((await reader.read()).value?.path, "work/out");
     await reader.cancel();
     reader.releaseLock();
-    const second = await within(sandbox.exportTree({ kind: "subtree", path: "work/out" }), 10_000, "the export after a cancel");
+    const second = await within(sandbox.exportTree({ kind: "subtree", path: "work/out" }), 30_000, "the export after a cancel");
     await assert.rejects(sandbox.exportTree({ kind: "file", path: "work/out/a" }), busy);
 
     // Read to its end: free again.
     assert.deepEqual((await readExport(second)).map((e) => e.path), ["work/out", "work/out/a", "work/out/b"]);
-    const third = await within(readExport(await sandbox.exportTree({ kind: "file", path: "work/out/a" })), 10_000, "the export after a full read");
+    const third = await within(readExport(await sandbox.exportTree({ kind: "file", path: "work/out/a" })), 30_000, "the export after a full read");
     assert.equal(third[0].size, 3);
 
     // A failed opening (missing path) does not keep the slot.
     await assert.rejects(sandbox.exportTree({ kind: "file", path: "work/out/none" }), SandboxConfigurationError);
-    await within(readExport(await sandbox.exportTree({ kind: "file", path: "work/out/b" })), 10_000, "the export after a failed opening");
+    await within(readExport(await sandbox.exportTree({ kind: "file", path: "work/out/b" })), 30_000, "the export after a failed opening");
   });
 });
 
@@ -72,7 +72,7 @@ engineTest("exportToDirectory failing its checks (existing target, missing paren
       const target = join(root, "copy");
       const written = await within(
         (async () => exportToDirectory(await sandbox.exportTree({ kind: "subtree", path: "work/out" }), target, { base: "work/out" }))(),
-        10_000,
+        30_000,
         "the export after failed exportToDirectory calls",
       );
       assert.deepEqual(written, { files: 2, bytes: 4 });

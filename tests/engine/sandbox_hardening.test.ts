@@ -60,11 +60,20 @@ engineTest("DockerSandbox outbound network adds exactly one interface besides lo
 
 engineTest("DockerSandbox reaps orphaned descendants (no zombies)", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
-    const script = "for i in 1 2 3 4 5; do (sh -c 'sleep 0.1' &) ; done; sleep 1; ps -o stat,comm | grep -c '^Z' || true";
+    // Five orphans (their parent subshell exits at once) each leave a mark and exit. Once
+    // every mark is there they have all exited (events), so any of them not reaped by the
+    // keeper would stay a zombie; the guest waits (bounded) for the zombies to go.
+    const script = [
+      "for i in 1 2 3 4 5; do (sh -c \"touch /tmp/orphan-$i\" &); done",
+      "n=0; while [ $(ls /tmp | grep -c '^orphan-') -lt 5 ] && [ $n -lt 300 ]; do n=$((n + 1)); sleep 0.1; done",
+      "echo marks $(ls /tmp | grep -c '^orphan-')",
+      "n=0; while ps -o stat,comm | grep -q '^Z' && [ $n -lt 300 ]; do n=$((n + 1)); sleep 0.1; done",
+      "echo zombies $(ps -o stat,comm | grep -c '^Z')",
+    ].join("\n");
     const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", script] }).start();
     await process.stdin.close();
     const [out, exit] = await Promise.all([text(process.stdout), process.exit]);
     assert.deepEqual(exit, { kind: "exited", code: 0 });
-    assert.equal(out.trim(), "0");
+    assert.equal(out, "marks 5\nzombies 0\n");
   });
 });

@@ -12,7 +12,7 @@ import {
 } from "../../lib/sandbox/errors.ts";
 import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
-import { busyboxImage, endpoint, engineTest } from "./_engine.ts";
+import { busyboxImage, endpoint, engineTest, eventually } from "./_engine.ts";
 import { assertGone, recordingPort, testPolicy, withBackend } from "./_sandbox.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
@@ -53,23 +53,36 @@ engineTest("DockerSandbox start records every resource before creating it; destr
   });
 });
 
-engineTest("DockerSandbox startup cancellation removes what it created", async (engine) => {
+engineTest("DockerSandbox startup cancelled at each recorded step removes what it created", async (engine) => {
   await withBackend(async (backend) => {
-    for (const delay of [0, 5, 20, 60, 150]) {
-      const reservation = backend.reserve({ policy: testPolicy }, recordingPort());
+    const policy = { ...testPolicy, network: "outbound" as const };
+    const probe = recordingPort();
+    const whole = await backend.reserve({ policy }, probe).start();
+    const steps = probe.records.length;
+    await whole.destroy();
+    assert.ok(steps >= 6, `a start records each resource before and after its create (${steps} records)`);
+    // The abort comes from inside the port at record `step` (an event of the startup, not a
+    // moment in time), so every step is covered on every machine.
+    for (let step = 1; step <= steps; step++) {
       const controller = new AbortController();
-      const starting = reservation.start({ signal: controller.signal });
-      setTimeout(() => controller.abort(new Error("caller gave up")), delay);
-      try {
-        const sandbox = await starting;
-        // startup won the race: clean up normally
-        await sandbox.destroy();
-      } catch (error) {
-        assert.ok(error instanceof SandboxAbortedError, `got ${error}`);
-        assert.equal(error.code, "aborted");
+      const port = recordingPort();
+      const reservation = backend.reserve({ policy }, {
+        record: async (record) => {
+          await port.record(record);
+          if (port.records.length === step) controller.abort(new Error("caller gave up"));
+        },
+      });
+      const outcome = await reservation.start({ signal: controller.signal }).then((sandbox) => sandbox, (error) => error);
+      if (outcome instanceof Error) {
+        assert.ok(outcome instanceof SandboxAbortedError && outcome.code === "aborted", `step ${step}: ${outcome}`);
+        assert.equal((outcome.cause as Error)?.message, "caller gave up", `step ${step}: the cause is the caller's reason`);
+      } else {
+        assert.equal(step, steps, `only an abort at the last record may let the start finish (step ${step})`);
+        await outcome.destroy();
       }
       await assertNameAbsent(engine, "containers", reservation.names.keeper);
       await assertNameAbsent(engine, "volumes", reservation.names.volume);
+      await assertNameAbsent(engine, "networks", reservation.names.network);
     }
   });
 });
@@ -226,7 +239,7 @@ engineTest("DockerSandbox notices a keeper that stops on its own, reports stoppe
       // the leader dies with the keeper: observed as killed, or unobservable once compute is gone
       const receipt = await process.exit;
       assert.ok(receipt.kind === "unavailable" || (receipt.kind === "exited" && receipt.code === 137), JSON.stringify(receipt));
-      for (let i = 0; i < 100 && sandbox.state === "running"; i++) await new Promise((r) => setTimeout(r, 50));
+      await eventually("the sandbox noticing its keeper stopped", () => sandbox.state === "running" ? undefined : true);
       assert.equal(sandbox.state, "stopped");
       assert.ok(sandbox.stopCause instanceof SandboxStoppedError && /keeper container stopped on its own/.test(sandbox.stopCause.message));
       await sandbox.stop();

@@ -1,44 +1,83 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { SandboxDeadlineError, SandboxOutputLimitError, SandboxAbandonedOutputError } from "../../lib/sandbox/errors.ts";
-import { engineTest, nodeImage } from "./_engine.ts";
-import { text, withSandbox } from "./_sandbox.ts";
+import { engineTest } from "./_engine.ts";
+import { readUntil, text, withSandbox } from "./_sandbox.ts";
+
+// The kernel's own counters, read by the guest without forking (ash builtins only), so a
+// saturated PID limit cannot keep the reading from happening. cgroup v1 paths first, then v2.
+const CGROUP_READERS = `
+cg() { CG=none; for f in /sys/fs/cgroup/$1/$2 /sys/fs/cgroup/$3; do if [ -r "$f" ]; then CG=$f; return; fi; done; }
+field() { FIELD=none; while read k v; do if [ "$k" = "$2" ]; then FIELD=$v; return; fi; done < "$1"; }
+`;
 
 engineTest("DockerSandbox memory exhaustion is killed inside the limit; the keeper survives and stops", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
-    const hog = "const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1));";
-    const process = await sandbox.reserveProcess({ executable: "/usr/local/bin/node", args: ["-e", hog] }).start();
+    // busybox dd asks for one 256 MiB buffer and touches it reading /dev/zero: the cgroup's
+    // OOM killer ends it at once (a node guest instead thrashes on its own file pages for
+    // seconds to minutes before the kill). The guest then reports the kernel's counters.
+    const script = CGROUP_READERS + `
+dd if=/dev/zero of=/dev/null bs=256M count=1; status=$?
+cg memory memory.limit_in_bytes memory.max; read limit < "$CG"
+cg memory memory.max_usage_in_bytes memory.peak; read peak < "$CG"
+cg memory memory.oom_control memory.events; field "$CG" oom_kill
+echo "status $status limit $limit peak $peak oom_kill $FIELD"
+exit $status`;
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", script] }).start();
     await process.stdin.close();
-    await Promise.all([text(process.stdout), text(process.stderr)]);
+    const [out] = await Promise.all([text(process.stdout), text(process.stderr)]);
+    const report = /^status (\d+) limit (\d+) peak (\d+) oom_kill (\d+)$/m.exec(out);
+    assert.ok(report, `guest report: ${out}`);
+    const [status, limit, peak, kills] = report.slice(1).map(Number);
+    assert.equal(status, 137, "the hog was killed by SIGKILL");
+    assert.equal(limit, 64 * 1024 * 1024, "the kernel's limit is the policy's memoryBytes");
+    assert.ok(peak <= limit, `peak usage ${peak} stays within ${limit}`);
+    assert.ok(kills >= 1, `the cgroup's OOM killer acted (oom_kill ${kills})`);
     assert.deepEqual(await process.exit, { kind: "exited", code: 137 });
-    const keeper = await engine.request("GET", `/containers/${sandbox.resources.keeperId}/json`);
-    assert.equal(keeper.status, 200);
+    const keeper = await engine.request("GET", `/containers/${sandbox.resources.keeperId}/json`, {
+      schema: z.looseObject({ State: z.looseObject({ Running: z.boolean() }) }),
+    });
+    assert.equal(keeper.value.State.Running, true, "the keeper survived");
     assert.equal(sandbox.state, "running");
     await sandbox.stop();
     assert.equal(sandbox.state, "stopped");
-  }, { image: nodeImage, policy: { resources: { cpus: 1, memoryBytes: 96 * 1024 * 1024, pids: 64 } } });
+  }, { policy: { resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 64 } } });
 });
 
 engineTest("DockerSandbox fork bomb stays inside the PID limit and the sandbox stays stoppable", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
-    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "b() { b | b & }; b"] }).start();
-    await process.stdin.close();
-    const statsSchema = z.looseObject({ pids_stats: z.looseObject({ current: z.number(), limit: z.number().optional() }) });
-    let peak = 0;
-    for (let sample = 0; sample < 10; sample++) {
-      const stats = await engine.request("GET", `/containers/${sandbox.resources.keeperId}/stats`, {
-        query: { stream: false, "one-shot": true },
-        schema: statsSchema,
-      });
-      peak = Math.max(peak, stats.value.pids_stats.current);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    assert.ok(peak > 8, `the bomb ran (peak ${peak} tasks)`);
-    assert.ok(peak <= 24, `${peak} tasks with a limit of 24`);
+    // A holding bomb: every shell forks two more and then becomes a sleeper, so the tasks
+    // stay until the sandbox stops. The leader waits (without forking) for the kernel's
+    // count of refused forks, then reports the limit and the count of tasks it holds. No `$(…)` after the bomb starts: a command substitution forks.
+    const script = CGROUP_READERS + `
+cg pids pids.events pids.events; events=$CG
+cg pids pids.max pids.max; max=$CG
+cg pids pids.current pids.current; current=$CG
+b() { b & b & exec sleep 600; }
+b &
+polls=0; field "$events" max
+while [ "$FIELD" = 0 ] && [ $polls -lt 600 ]; do polls=$((polls + 1)); read -t 0.05 x; field "$events" max; done
+read m < "$max"; read c < "$current"
+echo "max $m current $c refused $FIELD"
+exec sleep 600`;
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", script] }).start();
+    // stdin stays open: the leader's pauses are reads of it that time out.
+    const out = await readUntil(process.stdout, (seen) => /^max .*\n/m.test(seen));
+    const report = /^max (\S+) current (\d+) refused (\d+)$/m.exec(out);
+    assert.ok(report, `guest report: ${out}`);
+    assert.equal(report[1], "24", "the kernel's pids.max is the policy's pids");
+    assert.ok(Number(report[3]) > 0, `the kernel refused forks at the limit (refused ${report[3]})`);
+    assert.ok(Number(report[2]) <= 24, `${report[2]} tasks with a limit of 24`);
+    const err = await readUntil(process.stderr, (seen) => seen.includes("can't fork"));
+    assert.match(err, /can't fork: Resource temporarily unavailable/);
+    const stats = await engine.request("GET", `/containers/${sandbox.resources.keeperId}/stats`, {
+      query: { stream: false, "one-shot": true },
+      schema: z.looseObject({ pids_stats: z.looseObject({ current: z.number(), limit: z.number().optional() }) }),
+    });
+    assert.ok(stats.value.pids_stats.current <= 24, `${stats.value.pids_stats.current} tasks while the bomb holds`);
     await sandbox.stop();
     assert.equal(sandbox.state, "stopped");
-    const receipt = await process.exit;
-    assert.ok(receipt.kind === "unavailable" || receipt.kind === "exited");
+    assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
   }, { policy: { resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 24 } } });
 });
 

@@ -39,20 +39,20 @@ async function withSpill(fn: (spill: string) => Promise<void>): Promise<void> {
 test("DockerSandboxReservation.start ends at once when its signal aborts during a silent Engine call", async () => {
   const engine = await startFakeEngine(async (connection) => {
     await connection.readRequest();
-    await connection.sleep(10_000); // never answers
+    await connection.closed; // never answers
   });
   try {
     await withSpill(async (spillDirectory) => {
       const backend = backendOn(engine.socketPath, spillDirectory);
       const controller = new AbortController();
       setTimeout(() => controller.abort(new Error("caller gave up")), 200);
-      const started = Date.now();
+      // The Engine never answers and the startup deadline is a minute away: only the abort
+      // can end the start (a missed abort ends it with the deadline error instead).
       await assert.rejects(
         backend.reserve({ policy: { ...policy, deadlines: { startupMs: 60_000 } } }, { record: () => Promise.resolve() })
           .start({ signal: controller.signal }),
         (error) => error instanceof SandboxAbortedError && error.code === "aborted",
       );
-      assert.ok(Date.now() - started < 5_000, `took ${Date.now() - started} ms`);
     });
   } finally {
     await engine.close();

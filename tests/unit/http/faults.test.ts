@@ -149,12 +149,11 @@ test("exchange counts interim 1xx heads against the head limit with response_lim
 
 test("exchange fails when no head arrives within headerTimeoutMs with deadline", async () => {
   await against((connection) => connection.closed, async (options) => {
-    const started = Date.now();
+    // The server never answers: only the head timeout can end the exchange.
     await assert.rejects(
       exchange({ ...options, headerTimeoutMs: 100 }),
       transportError("deadline", /none within 100 ms after the request was sent/),
     );
-    assert.ok(Date.now() - started < 5_000);
   });
 });
 
