@@ -58,11 +58,21 @@ export {
 export { admitDaemon, admitHost, type DaemonAdmission, unmetDaemonRequirements } from "./lib/docker/admission.ts";
 export { LABELS, type SandboxResourceNames, type SandboxResourceRole } from "./lib/docker/names.ts";
 export {
+  backendRevision,
   type DockerSandboxRecoveryRecord,
+  MAX_RECOVERY_RECORD_BYTES,
   RECOVERY_SCHEMA,
+  type RecoveryIdentity,
   type RecoveryResource,
   type RecoveryResourceState,
-} from "./lib/docker/recovery_log.ts";
+} from "./lib/docker/recovery_record.ts";
+export {
+  checkRecoveryRecord,
+  type DockerSandboxCleanupReport,
+  type DockerSandboxRecoverOptions,
+  type DockerSandboxRecovery,
+} from "./lib/docker/recover.ts";
+export { createFileRecoveryStore, type FileRecoveryStore, type StoredRecoveryRecord } from "./lib/docker/recovery_store.ts";
 export {
   DockerEngine,
   type DockerEngineMethod,

@@ -14,15 +14,25 @@ import type { SandboxRecoveryPort } from "../sandbox/backend.ts";
 import { SandboxAbortedError, SandboxConflictError, SandboxDeadlineError, SandboxError } from "../sandbox/errors.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 import type { DockerEngine } from "../engine/client.ts";
-import { createContainer, inspectContainer, removeContainer, startContainer } from "../engine/containers.ts";
+import { createContainer, inspectContainer, startContainer } from "../engine/containers.ts";
 import { inspectImage } from "../engine/images.ts";
-import { createNetwork, inspectNetwork, removeNetwork } from "../engine/networks.ts";
-import { createVolume, inspectVolume, removeVolume } from "../engine/volumes.ts";
+import { createNetwork, inspectNetwork } from "../engine/networks.ts";
+import { createVolume, inspectVolume } from "../engine/volumes.ts";
 import { admitDaemon, admitHost } from "./admission.ts";
+import { type ControllerLease, startControllerLease } from "./controller_lease.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
 import { admitImage } from "./image_admission.ts";
 import { labelsMatch, resourceLabels, type SandboxResourceNames, type SandboxResourceRole } from "./names.ts";
 import { RecoveryLog } from "./recovery_log.ts";
+import {
+  backendRevision,
+  configurationDigest,
+  newNonce,
+  plannedRecord,
+  policyDigest,
+  type RecoveryIdentity,
+} from "./recovery_record.ts";
+import { createRecorded, isOwned, removeAllRecorded, RESOURCE_TABLE } from "./resources.ts";
 import { verifySpillDirectory } from "./spill_directory.ts";
 import { asSandboxError } from "./_engine_errors.ts";
 import { verifyWorkload, type WorkloadSpec, keeperCreateBody } from "./workload.ts";
@@ -40,6 +50,8 @@ export interface AcquiredSandbox {
   readonly spec: WorkloadSpec;
   /** The recovery log, continued by the sandbox. */
   readonly log: RecoveryLog;
+  /** The controller lease (`policy.controllerLoss: "stop"`), released once compute is removed. */
+  readonly lease: ControllerLease | undefined;
 }
 
 /** Everything startup needs. */
@@ -51,11 +63,6 @@ export interface AcquireContext {
   readonly names: SandboxResourceNames;
   readonly recovery: SandboxRecoveryPort;
   readonly signal?: AbortSignal;
-}
-
-/** Backend revision recorded in labels and recovery records. */
-export function backendRevision(profile: string): string {
-  return `engine-1.52-v1-${profile}`;
 }
 
 /**
@@ -83,18 +90,10 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     if (signal?.aborted) throw new SandboxAbortedError("Cannot start sandbox: aborted", { cause: signal.reason });
     return { timeoutMs: remaining(), signal };
   };
-  const revision = backendRevision(settings.profile.name);
-  const labels = (role: SandboxResourceRole) => resourceLabels(settings.namespace, reservationId, role, revision);
   const outbound = policy.network === "outbound";
-  const log = new RecoveryLog(
-    context.recovery,
-    { revision, reservationId, namespace: settings.namespace, imageDigest: settings.imageDigest },
-    names,
-    outbound ? ["volume", "network", "keeper"] : ["volume", "keeper"],
-  );
-  const created: { volume?: string; network?: string; keeper?: string } = {};
+  const roles: SandboxResourceRole[] = outbound ? ["volume", "network", "keeper"] : ["volume", "keeper"];
+  let log: RecoveryLog | undefined;
   const cleanupMs = policy.deadlines.cleanupMs;
-  log.bound(() => ({ timeoutMs: remaining(), signal }));
 
   try {
     admitHost(settings.profile, { platform: process.platform, arch: process.arch });
@@ -103,7 +102,30 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     const [version, info] = await Promise.all([engine.version(checkpoint()), engine.info(checkpoint())]);
     const admission = admitDaemon(settings.profile, version, info);
     admitImage(settings.imageDigest, await inspectImage(engine, settings.imageDigest, checkpoint()), settings.profile);
-    await log.update({ daemonId: admission.daemonId });
+
+    // The planned record, persisted before any resource effect.
+    const identity: RecoveryIdentity = {
+      reservationId,
+      revision: backendRevision(settings.profile.name),
+      profile: settings.profile.name,
+      endpoint: settings.endpoint,
+      namespace: settings.namespace,
+      daemonId: admission.daemonId,
+      imageDigest: settings.imageDigest,
+      user: settings.user,
+      names,
+      nonce: newNonce(),
+      configurationDigest: configurationDigest(settings),
+      policyDigest: policyDigest(policy),
+    };
+    log = new RecoveryLog(context.recovery, plannedRecord(identity, roles));
+    log.bound(() => ({ timeoutMs: remaining(), signal }));
+    await log.persist();
+    const labels = (role: SandboxResourceRole) => resourceLabels(log!.record, role);
+    // Creates take only the deadline (a dispatched create is joined so its outcome is
+    // known); the lookup after an unknown outcome is bounded by the cleanup deadline.
+    const create = (role: SandboxResourceRole, action: string, dispatch: () => Promise<string>) =>
+      createRecorded(engine, log!, role, action, dispatch, { timeoutMs: cleanupMs });
 
     // Volume. A create of an existing name answers 201 with the existing volume, so the
     // name must be absent first and the labels ours after.
@@ -111,13 +133,14 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     if (await inspectVolume(engine, names.volume, checkpoint())) {
       throw new SandboxConflictError(`Cannot start sandbox: volume ${names.volume} already exists and was not created by this sandbox`);
     }
-    await log.mark("volume", "creating");
-    const volume = await createVolume(engine, names.volume, labels("volume"), { timeoutMs: remaining() });
-    if (!labelsMatch(volume.Labels, labels("volume"))) {
-      throw new SandboxConflictError(`Cannot start sandbox: volume ${names.volume} exists with foreign labels; it is left alone`);
-    }
-    created.volume = names.volume;
-    await log.mark("volume", "created", names.volume);
+    await create("volume", "create volume", async () => {
+      const volume = await createVolume(engine, names.volume, labels("volume"), { timeoutMs: remaining() });
+      // 201 with someone else's volume of this name: a definite answer, nothing of ours.
+      if (!labelsMatch(volume.Labels, labels("volume"))) {
+        throw new SandboxConflictError(`Cannot start sandbox: volume ${names.volume} exists with foreign labels; it is left alone`);
+      }
+      return volume.Name;
+    });
 
     let networkId: string | undefined;
     if (outbound) {
@@ -125,14 +148,11 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       if (await inspectNetwork(engine, names.network, checkpoint())) {
         throw new SandboxConflictError(`Cannot start sandbox: network ${names.network} already exists and was not created by this sandbox`);
       }
-      await log.mark("network", "creating");
-      networkId = await createNetwork(engine, names.network, labels("network"), { timeoutMs: remaining() });
-      created.network = networkId;
-      const network = await inspectNetwork(engine, networkId, { timeoutMs: remaining() });
-      if (!network || network.Name !== names.network || !labelsMatch(network.Labels, labels("network")) || network.Driver !== "bridge" || network.Internal) {
+      networkId = await create("network", "create network", () => createNetwork(engine, names.network, labels("network"), { timeoutMs: remaining() }));
+      const network = await RESOURCE_TABLE.network.inspect(engine, log.record, networkId, { timeoutMs: remaining() });
+      if (!network || !isOwned(log.record, "network", network)) {
         throw new SandboxConflictError(`Cannot start sandbox: network ${names.network} reads back differently than created`);
       }
-      await log.mark("network", "created", networkId);
     }
 
     const spec: WorkloadSpec = {
@@ -145,63 +165,37 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       appArmorProfile: admission.appArmorProfile,
     };
     checkpoint();
-    await log.mark("keeper", "creating");
-    const keeper = await createContainer(engine, names.keeper, keeperCreateBody(spec), {
-      timeoutMs: remaining(),
-      platform: settings.profile.image.platform,
-    });
-    created.keeper = keeper.id;
-    await log.mark("keeper", "created", keeper.id);
-    const createdInspect = await inspectContainer(engine, keeper.id, checkpoint());
+    const keeperId = await create("keeper", "create keeper container", async () =>
+      (await createContainer(engine, names.keeper, keeperCreateBody(spec), {
+        timeoutMs: remaining(),
+        platform: settings.profile.image.platform,
+      })).id);
+    const createdInspect = await inspectContainer(engine, keeperId, checkpoint());
     if (!labelsMatch(createdInspect.Config.Labels, labels("keeper")) || createdInspect.Name !== `/${names.keeper}`) {
       throw new SandboxConflictError(`Cannot start sandbox: container ${names.keeper} reads back with another name or labels`);
     }
     verifyWorkload(createdInspect, spec, false);
-    await createWorkDirectory(engine, keeper.id, settings.user, checkpoint());
-    await startContainer(engine, keeper.id, checkpoint());
-    verifyWorkload(await inspectContainer(engine, keeper.id, checkpoint()), spec, true);
-    checkpoint();
-    return { keeperId: keeper.id, volumeName: names.volume, networkId, spec, log };
+    await createWorkDirectory(engine, keeperId, settings.user, checkpoint());
+    await startContainer(engine, keeperId, checkpoint());
+    verifyWorkload(await inspectContainer(engine, keeperId, checkpoint()), spec, true);
+    const lease = policy.controllerLoss === "stop"
+      ? await startControllerLease({ engine, keeperId, user: settings.user, ...checkpoint() })
+      : undefined;
+    try {
+      checkpoint();
+    } catch (error) {
+      lease?.release();
+      throw error;
+    }
+    return { keeperId, volumeName: names.volume, networkId, spec, log, lease };
   } catch (error) {
     const failure = asSandboxError(error, "start sandbox");
+    if (log === undefined) throw failure;
     log.bound(() => ({ timeoutMs: cleanupMs }));
-    const cleanup: unknown[] = [];
-    const attempt = async (role: SandboxResourceRole, remove: () => Promise<unknown>) => {
-      try {
-        await remove();
-        await log.mark(role, "removed");
-      } catch (cause) {
-        cleanup.push(cause);
-      }
-    };
-    // A create whose reply was lost may still have happened: the owner looks up its own
-    // reserved name once and removes it by ID only when it carries this reservation's labels.
-    const resolveUncertain = async (role: "keeper" | "network" | "volume") => {
-      if (created[role] || log.record.resources[role]?.state !== "creating") return;
-      try {
-        if (role === "keeper") {
-          const found = await inspectContainer(engine, names.keeper, { timeoutMs: cleanupMs }).catch(() => undefined);
-          if (found && labelsMatch(found.Config.Labels, labels("keeper"))) created.keeper = found.Id;
-        } else if (role === "network") {
-          const found = await inspectNetwork(engine, names.network, { timeoutMs: cleanupMs });
-          if (found && labelsMatch(found.Labels, labels("network"))) created.network = found.Id;
-        } else {
-          const found = await inspectVolume(engine, names.volume, { timeoutMs: cleanupMs });
-          if (found && labelsMatch(found.Labels, labels("volume"))) created.volume = found.Name;
-        }
-      } catch (cause) {
-        cleanup.push(cause);
-      }
-    };
-    await resolveUncertain("keeper");
-    await resolveUncertain("network");
-    await resolveUncertain("volume");
-    if (created.keeper) await attempt("keeper", () => removeContainer(engine, created.keeper!, { timeoutMs: cleanupMs }));
-    if (created.network) await attempt("network", () => removeNetwork(engine, created.network!, { timeoutMs: cleanupMs }));
-    if (created.volume) await attempt("volume", () => removeVolume(engine, created.volume!, { timeoutMs: cleanupMs }));
-    if (cleanup.length > 0) {
+    const report = await removeAllRecorded(engine, log, { timeoutMs: cleanupMs });
+    if (report.failures.length > 0) {
       throw new SandboxError(failure.code, `${failure.message}; cleanup also failed (the recovery record names what remains)`, {
-        cause: new AggregateError([failure, ...cleanup]),
+        cause: new AggregateError([failure, ...report.failures.map((f) => f.error)]),
       });
     }
     throw failure;

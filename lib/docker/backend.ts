@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { SandboxBackend, SandboxRecoveryPort, SandboxRequest, SandboxReservation } from "../sandbox/backend.ts";
+import type { SandboxBackend, SandboxRecoveryPort, SandboxRecoveryRecord, SandboxRequest, SandboxReservation } from "../sandbox/backend.ts";
 import { SandboxConfigurationError, SandboxStateError } from "../sandbox/errors.ts";
 import { assertSupportedDiskQuota, normalizePolicy, type SandboxPolicy } from "../sandbox/policy.ts";
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
@@ -11,6 +11,7 @@ import { DockerEngine } from "../engine/client.ts";
 import { acquireSandbox } from "./acquire.ts";
 import { type DockerSandboxBackendConfig, type DockerSandboxBackendSettings, normalizeBackendConfig } from "./config.ts";
 import { newReservationId, resourceNames, type SandboxResourceNames } from "./names.ts";
+import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSandbox } from "./recover.ts";
 import { DockerSandbox } from "./sandbox.ts";
 
 /** A Docker sandbox backend (see {@linkcode createDockerSandboxBackend}). */
@@ -26,6 +27,23 @@ export interface DockerSandboxBackend extends SandboxBackend {
    * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`
    */
   reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation;
+  /**
+   * Regain cleanup ownership of a persisted recovery record after the controller that wrote
+   * it is gone (crashed, killed): never a runnable sandbox. Checks the record against this
+   * backend before any Engine access, repeats daemon admission, reconciles each resource by
+   * exact name, labels and fingerprint, and returns a handle whose `cleanup()` removes
+   * exactly those resources by ID (persisting each step through `recovery`). Call it only
+   * once the previous controller and its operations are over.
+   *
+   * @param record a record as the port received it (for example from `FileRecoveryStore.list()`)
+   * @param recovery where cleanup persists the record's progress (usually the same store)
+   * @param options deadlines, signal, settling of uncertain creates
+   * @throws {SandboxConflictError} for another schema version, backend configuration or
+   *   daemon, or a never-created resource whose name someone else holds (nothing touched)
+   * @throws {SandboxConfigurationError} for a malformed record
+   * @throws {SandboxEngineError} / {SandboxDeadlineError} when the Engine fails or is slow
+   */
+  recover(record: SandboxRecoveryRecord, recovery: SandboxRecoveryPort, options?: DockerSandboxRecoverOptions): Promise<DockerSandboxRecovery>;
 }
 
 /** A reserved sandbox; `start()` acquires it. */
@@ -83,6 +101,12 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
   const engine = new DockerEngine(settings.endpoint);
   return Object.freeze({
     settings,
+    recover(record: SandboxRecoveryRecord, recovery: SandboxRecoveryPort, options?: DockerSandboxRecoverOptions): Promise<DockerSandboxRecovery> {
+      if (typeof recovery?.record !== "function") {
+        return Promise.reject(new SandboxConfigurationError("Cannot recover sandbox: recovery.record must be a function"));
+      }
+      return recoverSandbox({ engine, settings }, record, recovery, options);
+    },
     reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation {
       if (typeof request !== "object" || request === null) {
         throw new SandboxConfigurationError("Cannot reserve sandbox: request must be an object");

@@ -12,6 +12,8 @@ export const LABELS: {
   readonly reservation: string;
   readonly role: string;
   readonly revision: string;
+  readonly record: string;
+  readonly configuration: string;
 } = Object.freeze({
   /** Always `"agentcell"`: marks a resource of this library. */
   owner: "dev.agentcell.owner",
@@ -21,8 +23,16 @@ export const LABELS: {
   reservation: "dev.agentcell.reservation",
   /** `volume`, `keeper`, `network` or `accessor`. */
   role: "dev.agentcell.role",
-  /** Backend revision (`engine-1.52-v1-<profile>`). */
+  /** Backend revision (`engine-1.52-v2-<profile>`). */
   revision: "dev.agentcell.revision",
+  /**
+   * SHA-256 of the recovery record's immutable identity, which includes a per-reservation
+   * nonce that only the record holds: names and the other labels can be copied by anyone
+   * who sees a resource, this one cannot be derived from them.
+   */
+  record: "dev.agentcell.record",
+  /** The record's `configurationDigest` (profile, user, image, datasets). */
+  configuration: "dev.agentcell.configuration",
 });
 
 /** Roles of the resources of one sandbox. */
@@ -61,19 +71,25 @@ export function resourceNames(namespace: string, reservationId: string): Sandbox
   });
 }
 
-/** The exact label set of one resource. */
+/**
+ * The exact label set of one resource of a record.
+ *
+ * @param record the record's identity and its digest
+ * @param role the resource's role
+ */
 export function resourceLabels(
-  namespace: string,
-  reservationId: string,
+  record: { readonly identity: { readonly namespace: string; readonly reservationId: string; readonly revision: string; readonly configurationDigest: string }; readonly identityDigest: string },
   role: SandboxResourceRole,
-  revision: string,
 ): Readonly<Record<string, string>> {
+  const { identity } = record;
   return Object.freeze({
     [LABELS.owner]: "agentcell",
-    [LABELS.namespace]: namespace,
-    [LABELS.reservation]: reservationId,
+    [LABELS.namespace]: identity.namespace,
+    [LABELS.reservation]: identity.reservationId,
     [LABELS.role]: role,
-    [LABELS.revision]: revision,
+    [LABELS.revision]: identity.revision,
+    [LABELS.record]: record.identityDigest,
+    [LABELS.configuration]: identity.configurationDigest,
   });
 }
 

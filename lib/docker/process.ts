@@ -19,6 +19,7 @@ import { createExec, inspectExec, startExec } from "../engine/exec.ts";
 import type { EngineUpgrade } from "../engine/http/mod.ts";
 import { demultiplex } from "../engine/frames/demultiplex.ts";
 import type { SandboxHost } from "./sandbox.ts";
+import { startGuestDeadline } from "./controller_lease.ts";
 import { WORK_PATH } from "./workload.ts";
 import { asSandboxError, isNotFound } from "./_engine_errors.ts";
 import { setLongTimeout } from "./_long_timer.ts";
@@ -81,7 +82,15 @@ export class DockerProcessReservation implements SandboxProcessReservation {
       attach.abort(host.stopping.reason);
       throw host.stopping.reason as SandboxError;
     }
-    return runProcess(host, execId, attach, request.maxBufferedOutputBytes);
+    const process = runProcess(host, execId, attach, request.maxBufferedOutputBytes);
+    const execution = host.policy.execution;
+    if (execution.kind === "deadline") {
+      // The same deadline inside the guest (plus a grace), so it holds after the host died.
+      await startGuestDeadline({ ...host, timeoutMs: host.policy.deadlines.startupMs }, execution.timeoutMs).catch((error) => {
+        host.stopFor(asSandboxError(error, "start the guest deadline")).catch(() => {});
+      });
+    }
+    return process;
   }
 }
 

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Sandbox, SandboxState } from "../sandbox/backend.ts";
-import { type SandboxError, SandboxStateError, SandboxStoppedError } from "../sandbox/errors.ts";
+import { SandboxEngineError, type SandboxError, SandboxStateError, SandboxStoppedError } from "../sandbox/errors.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 import { normalizeProcessRequest, type SandboxProcessRequest, type SandboxProcessReservation } from "../sandbox/process.ts";
 import {
@@ -20,15 +20,13 @@ import {
 } from "../sandbox/transfer.ts";
 import { normalizeTransferOptions, parseExportSelection } from "../sandbox/_transfer_input.ts";
 import type { DockerEngine } from "../engine/client.ts";
-import { removeContainer } from "../engine/containers.ts";
-import { removeNetwork } from "../engine/networks.ts";
-import { removeVolume } from "../engine/volumes.ts";
-import { type AcquiredSandbox, backendRevision } from "./acquire.ts";
+import type { AcquiredSandbox } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
 import { resourceLabels, type SandboxResourceNames } from "./names.ts";
 import { DockerProcessReservation } from "./process.ts";
 import { asSandboxError } from "./_engine_errors.ts";
-import { type AccessorContext, createAccessor, findAccessor, verifyAccessor } from "./files/accessor.ts";
+import { type AccessorContext, createAccessor, verifyAccessor } from "./files/accessor.ts";
+import { removeAllRecorded, removeRecorded } from "./resources.ts";
 import { claimExportSlot } from "./files/_export_slot.ts";
 import { openExport } from "./files/export_tree.ts";
 import { importTreeInto } from "./files/import_tree.ts";
@@ -94,7 +92,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
   #importing = false;
   /** Aborted once `destroy()` was called: exports end and no new one starts. */
   #destroying = new AbortController();
-  #removed = { keeper: false, network: false, volume: false, accessor: false };
+  #keeperRemoved = false;
   #destroyTask: Promise<void> | undefined;
 
   /** @internal Made by the reservation; not for callers. */
@@ -303,9 +301,9 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
     const refuse = (reason: string) => new SandboxStateError(`Cannot ${action}: ${reason}`);
     if (this.#state === "running") throw refuse("compute is running; call stop() first");
     if (this.#state === "destroyed" || this.#destroying.signal.aborted) throw refuse("the sandbox is destroyed");
-    if (!this.#removed.keeper) {
+    if (!this.#keeperRemoved) {
       await this.#stopTask?.catch(() => {});
-      if (!this.#removed.keeper) throw refuse("compute removal did not complete; call stop() again");
+      if (!this.#keeperRemoved) throw refuse("compute removal did not complete; call stop() again");
     }
     const release = claimExportSlot(this);
     if (release === undefined) throw refuse("another export of this sandbox is still open; read it to the end or cancel it");
@@ -334,7 +332,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
       engine: this.#engine,
       spec: this.#acquired.spec,
       name: this.#names.accessor,
-      labels: resourceLabels(settings.namespace, this.id, "accessor", backendRevision(settings.profile.name)),
+      labels: resourceLabels(this.#acquired.log.record, "accessor"),
       platform: settings.profile.image.platform,
       log: this.#acquired.log,
       timeoutMs: this.#policy.deadlines.startupMs,
@@ -401,7 +399,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
   }
 
   #stopFor(cause: SandboxError): Promise<void> {
-    if (this.#removed.keeper) return Promise.resolve();
+    if (this.#keeperRemoved) return Promise.resolve();
     if (this.#state === "running") {
       this.#state = "stopped";
       this.#stopCause = cause;
@@ -414,45 +412,28 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
   }
 
   async #removeKeeper(): Promise<void> {
-    const log = this.#acquired.log;
     try {
-      await removeContainer(this.#engine, this.#acquired.keeperId, { timeoutMs: this.#policy.deadlines.cleanupMs });
+      await removeRecorded(this.#engine, this.#acquired.log, "keeper", { timeoutMs: this.#policy.deadlines.cleanupMs });
     } catch (error) {
       throw asSandboxError(error, "stop sandbox");
     }
-    this.#removed.keeper = true;
+    this.#keeperRemoved = true;
+    this.#acquired.lease?.release();
     this.#computeRemoved.resolve();
-    await log.mark("keeper", "removed");
   }
 
   async #destroy(): Promise<void> {
     await this.#stopFor(new SandboxStoppedError("Cannot continue: the sandbox was destroyed"));
-    const timeoutMs = this.#policy.deadlines.cleanupMs;
-    const log = this.#acquired.log;
-    // An accessor create in flight finishes first; one whose reply was lost is looked up by
-    // its exact name and adopted only with this reservation's labels.
+    // An accessor create in flight finishes first; one whose outcome is unknown is resolved
+    // by the resource table (exact name, this record's labels).
     await this.#accessorTask?.catch(() => {});
-    if (!this.#accessorId && log.record.resources.accessor?.state === "creating") {
-      this.#accessorId = await findAccessor({ ...this.#accessorContext(), timeoutMs });
-    }
-    try {
-      if (this.#accessorId && !this.#removed.accessor) {
-        await removeContainer(this.#engine, this.#accessorId, { timeoutMs });
-        this.#removed.accessor = true;
-        await log.mark("accessor", "removed");
-      }
-      if (this.#acquired.networkId && !this.#removed.network) {
-        await removeNetwork(this.#engine, this.#acquired.networkId, { timeoutMs });
-        this.#removed.network = true;
-        await log.mark("network", "removed");
-      }
-      if (!this.#removed.volume) {
-        await removeVolume(this.#engine, this.#acquired.volumeName, { timeoutMs });
-        this.#removed.volume = true;
-        await log.mark("volume", "removed");
-      }
-    } catch (error) {
-      throw asSandboxError(error, "destroy sandbox");
+    const report = await removeAllRecorded(this.#engine, this.#acquired.log, { timeoutMs: this.#policy.deadlines.cleanupMs });
+    const failure = report.failures[0];
+    if (failure) throw asSandboxError(failure.error, "destroy sandbox");
+    if (report.uncertain.length > 0) {
+      throw new SandboxEngineError(
+        `Cannot destroy sandbox: whether the ${report.uncertain.join(" and ")} was created is still unknown (its name is absent); call destroy() again, or recover from the record later`,
+      );
     }
     this.#state = "destroyed";
   }

@@ -50,6 +50,7 @@ export {
   normalizePolicy,
 } from "./policy.ts";
 export type {
+  SandboxControllerLoss,
   SandboxDeadlines,
   SandboxDeadlinesInput,
   SandboxExecutionPolicy,

@@ -330,7 +330,29 @@ export interface SandboxPolicyInput {
    * @default {{ homeBytes: 67108864, tmpBytes: 67108864 }}
    */
   readonly tmpfs?: SandboxTmpfsInput;
+  /**
+   * What happens to compute when the controlling process dies or loses its Engine
+   * connection: `"continue"` keeps it running until a later controller recovers and cleans
+   * up (the record still names it); `"stop"` ends it from inside the guest within moments
+   * (a lease the controller holds open; see the README's "Controller loss").
+   *
+   * @default {"continue"}
+   */
+  readonly controllerLoss?: SandboxControllerLoss;
 }
+
+/**
+ * What happens to compute when its controller is lost (see
+ * {@linkcode SandboxPolicyInput.controllerLoss}).
+ *
+ * @example
+ * ```ts
+ * import type { SandboxControllerLoss } from "./policy.ts";
+ *
+ * const loss: SandboxControllerLoss = "stop";
+ * ```
+ */
+export type SandboxControllerLoss = "continue" | "stop";
 
 /**
  * A validated policy with every default filled; returned frozen by {@linkcode normalizePolicy}.
@@ -358,6 +380,8 @@ export interface SandboxPolicy {
   readonly workspaceDiskQuota: SandboxWorkspaceDiskQuota;
   /** tmpfs sizes, in bytes. */
   readonly tmpfs: SandboxTmpfs;
+  /** What happens to compute when its controller is lost. */
+  readonly controllerLoss: SandboxControllerLoss;
 }
 
 function integerFrom(
@@ -426,6 +450,9 @@ export const sandboxPolicyInputSchema: z.ZodType<SandboxPolicyInput> = z.strictO
     tmpBytes: integerFrom(MIN_TMPFS_BYTES, Number.MAX_SAFE_INTEGER, "bytes", tmpfsSentence)
       .optional(),
   }).optional(),
+  controllerLoss: z.enum(["continue", "stop"], {
+    error: expect('must be "continue" or "stop"'),
+  }).optional(),
 });
 
 const ACTION = "reserve sandbox";
@@ -436,7 +463,7 @@ const ACTION = "reserve sandbox";
  * Defaults: `execution` `{ kind: "until_stopped" }`; `deadlines.startupMs` 60,000 ms;
  * `deadlines.cleanupMs` 30,000 ms; `network` `"isolated"`; `workspaceDiskQuota`
  * `{ kind: "not_requested" }`; `tmpfs.homeBytes` and `tmpfs.tmpBytes` 64 MiB each, or
- * `resources.memoryBytes` when that is smaller. `resources` has no default.
+ * `resources.memoryBytes` when that is smaller; `controllerLoss` `"continue"`. `resources` has no default.
  *
  * A `workspaceDiskQuota` of kind `required` passes validation; whether a backend can honour it
  * is a separate question, answered by {@linkcode assertSupportedDiskQuota}.
@@ -496,6 +523,7 @@ export function normalizePolicy(input: SandboxPolicyInput): SandboxPolicy {
     network: parsed.network ?? "isolated",
     workspaceDiskQuota: Object.freeze(workspaceDiskQuota),
     tmpfs: Object.freeze(tmpfs),
+    controllerLoss: parsed.controllerLoss ?? "continue",
   });
 }
 

@@ -13,6 +13,7 @@ import type { DockerEngine } from "../../engine/client.ts";
 import { type ContainerInspect, createContainer, inspectContainer } from "../../engine/containers.ts";
 import { labelsMatch } from "../names.ts";
 import type { RecoveryLog } from "../recovery_log.ts";
+import { createRecorded } from "../resources.ts";
 import { keeperCreateBody, WORKSPACE_PATH, type WorkloadSpec, workloadMismatches } from "../workload.ts";
 
 /** Everything creating the accessor needs. */
@@ -79,32 +80,24 @@ export function accessorMismatches(inspect: ContainerInspect, spec: WorkloadSpec
 }
 
 /**
- * Create the accessor, recording it in the log first (`creating`, then `created` with its
- * ID). A create whose reply was lost is resolved by looking up the exact name once and
- * adopting it only with this reservation's labels.
+ * Create the accessor through the resource table: recorded `creating` first, then `created`
+ * with its ID. A `409` is a definite answer (the name is someone else's: never adopted); only
+ * an unknown outcome is resolved by the exact name, and adopted only when it is this
+ * record's own.
  *
  * @returns the accessor's container ID; check it with {@linkcode verifyAccessor} next
- * @throws {DockerEngineError} / {DockerEngineTransportError} when the Engine fails (a
- *   `conflict` when the name is taken by a container without our labels)
+ * @throws {SandboxConflictError} when the name is taken
+ * @throws {SandboxError} when the Engine fails (an unknown outcome says so)
  */
 export async function createAccessor(context: AccessorContext): Promise<string> {
   const { engine, log, name, labels, timeoutMs, signal } = context;
-  log.add("accessor", name);
-  await log.mark("accessor", "creating");
-  let id: string;
-  try {
-    id = (await createContainer(engine, name, accessorCreateBody(context.spec, labels), {
+  log.add("accessor");
+  return await createRecorded(engine, log, "accessor", "create export accessor", async () =>
+    (await createContainer(engine, name, accessorCreateBody(context.spec, labels), {
       timeoutMs,
       signal,
       platform: context.platform,
-    })).id;
-  } catch (error) {
-    const found = await findAccessor(context);
-    if (found === undefined) throw error;
-    id = found;
-  }
-  await log.mark("accessor", "created", id);
-  return id;
+    })).id, { timeoutMs });
 }
 
 /**
@@ -122,19 +115,5 @@ export async function verifyAccessor(context: AccessorContext, id: string): Prom
   const problems = accessorMismatches(inspect, context.spec, labels);
   if (problems.length > 0) {
     throw new SandboxUnsupportedError(`Cannot create export accessor: it reads back differently: ${problems.join("; ")}`);
-  }
-}
-
-/**
- * Look up the accessor's exact name once; its ID when it carries exactly our labels.
- *
- * @returns the ID, or `undefined` when absent, foreign or not observable
- */
-export async function findAccessor(context: Pick<AccessorContext, "engine" | "name" | "labels" | "timeoutMs">): Promise<string | undefined> {
-  try {
-    const found = await inspectContainer(context.engine, context.name, { timeoutMs: context.timeoutMs });
-    return labelsMatch(found.Config.Labels, context.labels) ? found.Id : undefined;
-  } catch {
-    return undefined;
   }
 }

@@ -1,0 +1,232 @@
+/**
+ * Cleanup-only recovery: from a persisted recovery record, regain ownership of exactly the
+ * resources it names — never a runnable sandbox, process or session — and remove them by
+ * exact ID through the same path as `destroy()`.
+ *
+ * Order of checks: the record's size, schema and shape; its identity digest; its revision,
+ * profile, endpoint, namespace, image, user and configuration digest against this backend
+ * (all before any Engine access); then daemon admission is repeated and the daemon ID
+ * compared; then each resource is reconciled by exact name, labels and fingerprint. Nothing
+ * is written by reconciliation: the advanced record is returned, and `cleanup()` persists
+ * through the port before each removal.
+ *
+ * @module
+ */
+import type { SandboxRecoveryPort } from "../sandbox/backend.ts";
+import { SandboxConfigurationError, SandboxConflictError, SandboxEngineError } from "../sandbox/errors.ts";
+import { issueWording } from "../sandbox/_zod_issues.ts";
+import type { DockerEngine } from "../engine/client.ts";
+import { admitDaemon } from "./admission.ts";
+import type { DockerSandboxBackendSettings } from "./config.ts";
+import type { SandboxResourceRole } from "./names.ts";
+import { RecoveryLog } from "./recovery_log.ts";
+import {
+  backendRevision,
+  configurationDigest,
+  digestOf,
+  type DockerSandboxRecoveryRecord,
+  MAX_RECOVERY_RECORD_BYTES,
+  RECOVERY_SCHEMA,
+  recoveryRecordSchema,
+} from "./recovery_record.ts";
+import { REMOVAL_ORDER, removeAllRecorded, resolveByName, RESOURCE_TABLE } from "./resources.ts";
+import { asSandboxError } from "./_engine_errors.ts";
+
+/** Options of `backend.recover()`. */
+export interface DockerSandboxRecoverOptions {
+  /** Deadline of each Engine request and each `record()` call, milliseconds. @default 30000 */
+  readonly timeoutMs?: number;
+  /** Aborts reconciliation (not a `cleanup()` already running). */
+  readonly signal?: AbortSignal;
+  /**
+   * Settle a `creating` resource as never created once its exact name has been absent for
+   * at least this many milliseconds, measured from the first `recover()` that saw it absent
+   * (`absentSince` in the advanced record; persist it). Without it such a resource stays
+   * uncertain: the create may still land, and the record keeps its retry owner. Use it
+   * only when the previous controller is gone and the Engine cannot still be processing
+   * its create (a create is answered within seconds; the previous controller's startup
+   * deadline bounds how long it waited).
+   * @default undefined (never settle)
+   */
+  readonly settleUncertainAfterMs?: number;
+}
+
+/** What `cleanup()` of a {@linkcode DockerSandboxRecovery} did. */
+export interface DockerSandboxCleanupReport {
+  /** `true` when nothing of the record remains and nothing is uncertain: drop the record. */
+  readonly complete: boolean;
+  /** Roles whose create outcome is still unknown (name absent): keep the record; recover later. */
+  readonly uncertain: readonly SandboxResourceRole[];
+}
+
+/** Cleanup ownership of one recovered record. */
+export interface DockerSandboxRecovery {
+  /** Reservation ID of the record. */
+  readonly reservationId: string;
+  /**
+   * The advanced record: `creating` resources found under their exact name with this
+   * record's labels and fingerprint are `created` with their ID; `absentSince` is set on
+   * uncertain ones. `cleanup()` persists it through the port before its first removal;
+   * persist it yourself first if you hand the record to another owner.
+   */
+  readonly record: DockerSandboxRecoveryRecord;
+  /** Resources to remove by exact ID, in removal order. */
+  readonly owned: readonly { readonly role: SandboxResourceRole; readonly id: string }[];
+  /** Roles whose create outcome is unknown and whose exact name is absent. */
+  readonly uncertain: readonly SandboxResourceRole[];
+  /**
+   * Remove every owned resource by exact ID (containers first, `404` = done), persisting
+   * each step through the port. Retryable after a failure.
+   *
+   * @throws {SandboxEngineError} when a removal fails (call again to retry)
+   * @throws {SandboxDeadlineError} when a step exceeds `timeoutMs`
+   */
+  cleanup(): Promise<DockerSandboxCleanupReport>;
+}
+
+/** Everything recovery needs from the backend. */
+export interface RecoverContext {
+  readonly engine: DockerEngine;
+  readonly settings: DockerSandboxBackendSettings;
+}
+
+const ACTION = "recover sandbox";
+
+function conflict(reason: string): SandboxConflictError {
+  return new SandboxConflictError(`Cannot ${ACTION}: ${reason}; nothing was touched, keep the record`);
+}
+
+/**
+ * Parse and check a record against this backend without touching the Engine.
+ *
+ * @throws {SandboxConflictError} for another schema version, a digest that does not match,
+ *   or another revision, profile, endpoint, namespace, image, user or configuration
+ * @throws {SandboxConfigurationError} for a record that is too large or malformed
+ */
+export function checkRecoveryRecord(input: unknown, settings: DockerSandboxBackendSettings): DockerSandboxRecoveryRecord {
+  let size: number;
+  try {
+    size = new TextEncoder().encode(JSON.stringify(input) ?? "").byteLength;
+  } catch (cause) {
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: the record is not JSON (${(cause as Error).message})`, { cause });
+  }
+  if (size > MAX_RECOVERY_RECORD_BYTES) {
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: the record has ${size} bytes of JSON, more than ${MAX_RECOVERY_RECORD_BYTES}`);
+  }
+  const schema = (input as { schema?: unknown } | null)?.schema;
+  if (schema !== RECOVERY_SCHEMA) {
+    throw conflict(`the record's schema is ${JSON.stringify(schema)}, and this backend reads only ${RECOVERY_SCHEMA}`);
+  }
+  const parsed = recoveryRecordSchema.safeParse(input, { error: issueWording });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: record.${issue.path.join(".")} ${issue.message}`, { cause: parsed.error });
+  }
+  const record = parsed.data;
+  const { identity } = record;
+  if (digestOf(identity) !== record.identityDigest || identity.reservationId !== record.reservationId) {
+    throw conflict("the record's identity does not match its identityDigest (it was changed after it was written)");
+  }
+  const expected: [string, unknown, unknown][] = [
+    ["revision", identity.revision, backendRevision(settings.profile.name)],
+    ["profile", identity.profile, settings.profile.name],
+    ["endpoint", identity.endpoint, settings.endpoint],
+    ["namespace", identity.namespace, settings.namespace],
+    ["image", identity.imageDigest, settings.imageDigest],
+    ["user", `${identity.user.uid}:${identity.user.gid}`, `${settings.user.uid}:${settings.user.gid}`],
+    ["configuration", identity.configurationDigest, configurationDigest(settings)],
+  ];
+  const differ = expected.filter(([, actual, wanted]) => actual !== wanted);
+  if (differ.length > 0) {
+    const list = differ.map(([field, actual, wanted]) => `${field} ${JSON.stringify(actual)} (this backend: ${JSON.stringify(wanted)})`);
+    throw conflict(`the record belongs to another backend configuration: ${list.join("; ")}`);
+  }
+  return record;
+}
+
+/**
+ * Recover cleanup ownership of `input` (see the module doc).
+ *
+ * @throws {SandboxConflictError} see {@linkcode checkRecoveryRecord}; also when the daemon's
+ *   ID differs from the record's, and when a `planned` resource's exact name is present
+ * @throws {SandboxConfigurationError} for a malformed record
+ * @throws {SandboxUnsupportedError} when the daemon is no longer admitted for the profile
+ * @throws {SandboxEngineError} / {SandboxDeadlineError} / {SandboxAbortedError} when the
+ *   Engine fails, is too slow, or `signal` aborts
+ */
+export async function recoverSandbox(
+  context: RecoverContext,
+  input: unknown,
+  port: SandboxRecoveryPort,
+  options: DockerSandboxRecoverOptions = {},
+): Promise<DockerSandboxRecovery> {
+  const record = checkRecoveryRecord(input, context.settings);
+  const { engine, settings } = context;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const call = { timeoutMs, signal: options.signal };
+  const log = new RecoveryLog(port, record);
+  log.bound(() => ({ timeoutMs }));
+  const uncertain: SandboxResourceRole[] = [];
+  try {
+    const [version, info] = await Promise.all([engine.version(call), engine.info(call)]);
+    const admission = admitDaemon(settings.profile, version, info);
+    if (admission.daemonId !== record.identity.daemonId) {
+      throw conflict(`the record belongs to daemon ${record.identity.daemonId}, and ${settings.endpoint} serves daemon ${admission.daemonId}`);
+    }
+    const now = Date.now();
+    for (const role of REMOVAL_ORDER) {
+      const entry = record.resources[role];
+      if (!entry) continue;
+      if (entry.state === "planned") {
+        // Never dispatched: anything under the name belongs to someone else.
+        if (await RESOURCE_TABLE[role].inspect(engine, record, entry.name, call)) {
+          throw conflict(`the ${role} was never created by this record, yet its exact name ${entry.name} is present (someone else holds it; it is left alone)`);
+        }
+      } else if (entry.state === "creating") {
+        const found = await resolveByName(engine, record, role, call);
+        if ("id" in found) log.replace(role, "created", found.id);
+        else if ("foreign" in found) log.replace(role, "removed");
+        else {
+          const since = entry.absentSince ?? now;
+          const settle = options.settleUncertainAfterMs;
+          if (settle !== undefined && now - since >= settle) log.replace(role, "removed");
+          else {
+            log.replace(role, "creating", undefined, since);
+            uncertain.push(role);
+          }
+        }
+      }
+    }
+  } catch (error) {
+    throw asSandboxError(error, ACTION);
+  }
+  const advanced = log.record;
+  const owned = REMOVAL_ORDER.flatMap((role) => {
+    const entry = advanced.resources[role];
+    return entry && (entry.state === "created" || entry.state === "removing") ? [{ role, id: entry.id! }] : [];
+  });
+  let cleaning: Promise<DockerSandboxCleanupReport> | undefined;
+  return Object.freeze({
+    reservationId: advanced.reservationId,
+    record: advanced,
+    owned: Object.freeze(owned),
+    uncertain: Object.freeze(uncertain),
+    cleanup(): Promise<DockerSandboxCleanupReport> {
+      cleaning ??= (async () => {
+        // Persist the advanced record before the first removal (reconciliation wrote nothing).
+        await log.persist();
+        const report = await removeAllRecorded(engine, log, { timeoutMs });
+        if (report.failures.length > 0) {
+          const first = asSandboxError(report.failures[0].error, "clean up recovered sandbox");
+          throw new SandboxEngineError(`${first.message} (call cleanup() again to retry)`, {
+            cause: new AggregateError(report.failures.map((failure) => failure.error)),
+          });
+        }
+        return Object.freeze({ complete: report.uncertain.length === 0, uncertain: Object.freeze([...report.uncertain]) });
+      })().finally(() => {
+        cleaning = undefined;
+      });
+      return cleaning;
+    },
+  });
+}

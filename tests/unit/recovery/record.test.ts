@@ -1,0 +1,147 @@
+// The v2 recovery record: schema, digests, and the checks recovery makes before any Engine
+// access (proved by a fake engine that counts connections).
+import assert from "node:assert/strict";
+import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../../lib/docker/backend.ts";
+import { resourceNames } from "../../../lib/docker/names.ts";
+import { RecoveryLog } from "../../../lib/docker/recovery_log.ts";
+import {
+  backendRevision,
+  configurationDigest,
+  type DockerSandboxRecoveryRecord,
+  plannedRecord,
+  RECOVERY_SCHEMA,
+} from "../../../lib/docker/recovery_record.ts";
+import { SandboxConfigurationError, SandboxConflictError, SandboxStateError } from "../../../lib/sandbox/errors.ts";
+import { startFakeEngine } from "../_fake_engine.ts";
+
+const image = `sha256:${"c".repeat(64)}`;
+const reservationId = "0123456789abcdef0123456789abcdef";
+
+async function withBackend(fn: (backend: DockerSandboxBackend, connections: () => number) => Promise<void>): Promise<void> {
+  let connections = 0;
+  const engine = await startFakeEngine((connection) => {
+    connections += 1;
+    connection.destroy();
+    return Promise.resolve();
+  });
+  const spill = await realpath(await mkdtemp(join(tmpdir(), "agentcell-spill-")));
+  try {
+    const backend = createDockerSandboxBackend({
+      profile: "linux-x64-cgroupfs",
+      endpoint: `unix://${engine.socketPath}`,
+      namespace: "unit",
+      spillDirectory: spill,
+      imageDigest: image,
+      user: { uid: 1000, gid: 1000 },
+    });
+    await fn(backend, () => connections);
+  } finally {
+    await engine.close();
+    await rm(spill, { recursive: true, force: true });
+  }
+}
+
+function recordFor(backend: DockerSandboxBackend, change: Record<string, unknown> = {}): DockerSandboxRecoveryRecord {
+  const { settings } = backend;
+  return plannedRecord({
+    reservationId,
+    revision: backendRevision(settings.profile.name),
+    profile: settings.profile.name,
+    endpoint: settings.endpoint,
+    namespace: settings.namespace,
+    daemonId: "daemon-1",
+    imageDigest: settings.imageDigest,
+    user: settings.user,
+    names: resourceNames(settings.namespace, reservationId),
+    nonce: "f".repeat(32),
+    configurationDigest: configurationDigest(settings),
+    policyDigest: "a".repeat(64),
+    ...change,
+  } as never, ["volume", "keeper"]);
+}
+
+const port = { record: () => Promise.resolve() };
+
+test("backend.recover refuses a record of another schema version before any Engine access", async () => {
+  await withBackend(async (backend, connections) => {
+    const v1 = { ...recordFor(backend), schema: "agentcell.docker-sandbox-recovery.v1" };
+    await assert.rejects(backend.recover(v1, port), (error) =>
+      error instanceof SandboxConflictError && error.code === "conflict" &&
+      error.message === `Cannot recover sandbox: the record's schema is "agentcell.docker-sandbox-recovery.v1", and this backend reads only ${RECOVERY_SCHEMA}; nothing was touched, keep the record`);
+    await assert.rejects(backend.recover({ schema: "someone.else.v9" }, port), SandboxConflictError);
+    assert.equal(connections(), 0, "no request was made");
+  });
+});
+
+test("backend.recover refuses another profile, namespace, endpoint, image or user before any Engine access, listing each", async () => {
+  await withBackend(async (backend, connections) => {
+    const other = recordFor(backend, {
+      profile: "linux-x64",
+      revision: backendRevision("linux-x64"),
+      namespace: "other",
+      endpoint: "unix:///elsewhere.sock",
+      imageDigest: `sha256:${"d".repeat(64)}`,
+      user: { uid: 1001, gid: 1000 },
+    });
+    await assert.rejects(backend.recover(other, port), (error) => {
+      assert.ok(error instanceof SandboxConflictError && error.code === "conflict");
+      for (const field of ["revision", "profile", "endpoint", "namespace", "image", "user \"1001:1000\""]) {
+        assert.ok(error.message.includes(field), `${field} in ${error.message}`);
+      }
+      assert.match(error.message, /^Cannot recover sandbox: the record belongs to another backend configuration: /);
+      return true;
+    });
+    assert.equal(connections(), 0, "no request was made");
+  });
+});
+
+test("backend.recover refuses a record whose identity was changed after it was written", async () => {
+  await withBackend(async (backend, connections) => {
+    const record = recordFor(backend);
+    const tampered = { ...record, identity: { ...record.identity, nonce: "e".repeat(32) } };
+    await assert.rejects(backend.recover(tampered, port), (error) =>
+      error instanceof SandboxConflictError && /does not match its identityDigest/.test(error.message));
+    const moved = { ...record, reservationId: "1".repeat(32) };
+    await assert.rejects(backend.recover(moved, port), SandboxConflictError);
+    assert.equal(connections(), 0);
+  });
+});
+
+test("backend.recover names the malformed field of a record and refuses one over 64 KiB", async () => {
+  await withBackend(async (backend, connections) => {
+    const record = recordFor(backend);
+    const bad = { ...record, resources: { volume: { name: record.identity.names.volume, state: "exploded" } } };
+    await assert.rejects(backend.recover(bad, port), (error) =>
+      error instanceof SandboxConfigurationError && error.code === "configuration" && /^Cannot recover sandbox: record\.resources\.volume\.state /.test(error.message));
+    const noId = { ...record, resources: { volume: { name: record.identity.names.volume, state: "created" } } };
+    await assert.rejects(backend.recover(noId, port), (error) =>
+      error instanceof SandboxConfigurationError && /must carry an id exactly when created or removing/.test(error.message));
+    const huge = { ...record, padding: "x".repeat(70_000) };
+    await assert.rejects(backend.recover(huge, port), (error) =>
+      error instanceof SandboxConfigurationError && /more than 65536/.test(error.message));
+    await assert.rejects(backend.recover(record, {} as never), SandboxConfigurationError);
+    assert.equal(connections(), 0);
+  });
+});
+
+test("backend.recover of a well-formed record repeats daemon admission first (its first Engine access)", async () => {
+  await withBackend(async (backend, connections) => {
+    await assert.rejects(backend.recover(recordFor(backend), port));
+    assert.ok(connections() > 0, "the checks passed and recovery asked the Engine");
+  });
+});
+
+test("RecoveryLog.mark of a role the record does not hold is an error", async () => {
+  await withBackend(async (backend) => {
+    const log = new RecoveryLog(port, recordFor(backend));
+    await assert.rejects(log.mark("network", "creating"), (error) =>
+      error instanceof SandboxStateError && error.code === "invalid_state" && /holds no network resource/.test(error.message));
+    await log.mark("volume", "creating");
+    assert.equal(log.record.resources.volume?.state, "creating");
+    assert.throws(() => log.replace("accessor", "created", "x"), SandboxStateError);
+  });
+});

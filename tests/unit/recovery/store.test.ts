@@ -1,0 +1,79 @@
+// createFileRecoveryStore: one JSON file per reservation, atomic replacement, corrupt files
+// reported, bounded sizes.
+import assert from "node:assert/strict";
+import { mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { createFileRecoveryStore } from "../../../lib/docker/recovery_store.ts";
+import { SandboxConfigurationError } from "../../../lib/sandbox/errors.ts";
+
+const a = "a".repeat(32);
+const b = "b".repeat(32);
+
+async function withDirectory(fn: (directory: string) => Promise<void>): Promise<void> {
+  const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-store-")));
+  try {
+    await fn(join(root, "records"));
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+test("FileRecoveryStore keeps the latest record per reservation and lists them sorted", async () => {
+  await withDirectory(async (directory) => {
+    const store = await createFileRecoveryStore(directory);
+    assert.equal((await stat(directory)).mode & 0o777, 0o700, "a private directory");
+    await store.record({ schema: "s.v2", reservationId: b, step: 1 });
+    await store.record({ schema: "s.v2", reservationId: a, step: 1 });
+    await store.record({ schema: "s.v2", reservationId: b, step: 2 });
+    const listed = await store.list();
+    assert.deepEqual(listed.map((entry) => [entry.kind, entry.reservationId]), [["record", a], ["record", b]]);
+    assert.deepEqual(listed[1].kind === "record" && listed[1].record, { schema: "s.v2", reservationId: b, step: 2 });
+    assert.deepEqual((await readdir(directory)).sort(), [`${a}.json`, `${b}.json`], "no temporary file is left");
+    assert.equal((await stat(join(directory, `${a}.json`))).mode & 0o777, 0o600);
+    await store.remove(a);
+    await store.remove(a); // a missing file is done
+    assert.deepEqual((await store.list()).map((entry) => entry.reservationId), [b]);
+  });
+});
+
+test("FileRecoveryStore reports corrupt files and ignores temporary files of an interrupted write", async () => {
+  await withDirectory(async (directory) => {
+    const store = await createFileRecoveryStore(directory);
+    await store.record({ schema: "s.v2", reservationId: a });
+    await writeFile(join(directory, `${b}.json`), "{ not json");
+    await writeFile(join(directory, `${"c".repeat(32)}.json`), JSON.stringify({ schema: "s.v2", reservationId: a }));
+    await writeFile(join(directory, `${"d".repeat(32)}.json`), "x".repeat(70_000));
+    await writeFile(join(directory, `.${a}.1234.tmp`), "torn");
+    await writeFile(join(directory, "notes.txt"), "not a record");
+    const listed = await store.list();
+    assert.deepEqual(listed.map((entry) => [entry.kind, entry.reservationId]), [
+      ["record", a],
+      ["corrupt", b],
+      ["corrupt", "c".repeat(32)],
+      ["corrupt", "d".repeat(32)],
+    ]);
+    const reasons = listed.flatMap((entry) => entry.kind === "corrupt" ? [entry.error] : []);
+    assert.ok(reasons.every((error) => error instanceof SandboxConfigurationError && error.code === "configuration"));
+    assert.match(reasons[0].message, /^Cannot read the recovery record .*\.json: /);
+    assert.match(reasons[1].message, /its reservationId does not match its file name/);
+    assert.match(reasons[2].message, /it has 70000 bytes, more than 65536/);
+    assert.equal(await readFile(join(directory, `${a}.json`), "utf8"), JSON.stringify({ schema: "s.v2", reservationId: a }));
+  });
+});
+
+test("FileRecoveryStore refuses records without a reservation ID, over 64 KiB, and a non-canonical directory", async () => {
+  await withDirectory(async (directory) => {
+    const store = await createFileRecoveryStore(directory);
+    await assert.rejects(store.record({ schema: "s.v2" }), (error) =>
+      error instanceof SandboxConfigurationError && /record\.reservationId must be 32 lowercase hex digits/.test(error.message));
+    await assert.rejects(store.record({ schema: "s.v2", reservationId: "../../etc/passwd" }), SandboxConfigurationError);
+    await assert.rejects(store.record({ schema: "s.v2", reservationId: a, padding: "x".repeat(70_000) }), (error) =>
+      error instanceof SandboxConfigurationError && /more than 65536/.test(error.message));
+    await assert.rejects(store.remove("../x"), SandboxConfigurationError);
+    assert.deepEqual(await readdir(directory), [], "nothing was written");
+  });
+  await assert.rejects(createFileRecoveryStore("relative/records"), (error) =>
+    error instanceof SandboxConfigurationError && /^Cannot open the recovery store: directory /.test(error.message));
+});
