@@ -50,3 +50,9 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 50));
   }
 }
+
+/** This runtime's executable and arguments for running the TypeScript file `script`. */
+export function runtimeCommand(script: string): [string, string[]] {
+  const globals = globalThis as { Deno?: unknown; Bun?: unknown };
+  return [process.execPath, globals.Deno !== undefined ? ["run", "-A", script] : [script]];
+}

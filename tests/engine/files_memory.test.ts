@@ -6,7 +6,7 @@ import { execFile } from "node:child_process";
 import { readdir } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
-import { engineTest } from "./_engine.ts";
+import { engineTest, runtimeCommand } from "./_engine.ts";
 import { readExport, runGuest } from "./_files.ts";
 import { assertGone, recordingPort, testPolicy, withBackend } from "./_sandbox.ts";
 
@@ -14,16 +14,10 @@ const CHILD = fileURLToPath(new URL("./_files_export_child.ts", import.meta.url)
 const TWO_GIB = 2 * 1024 * 1024 * 1024;
 const PEAK_LIMIT_KIB = 256 * 1024;
 
-/** This runtime's command line for running a TypeScript file. */
-function runtimeArgs(script: string): string[] {
-  const globals = globalThis as { Deno?: unknown; Bun?: unknown };
-  if (globals.Deno !== undefined) return ["run", "-A", script];
-  return [script];
-}
-
 engineTest("DockerSandbox exportTree streams a 2 GiB file with flat memory (child process peak RSS)", async () => {
   const output = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, runtimeArgs(CHILD), {
+    const [command, args] = runtimeCommand(CHILD);
+    execFile(command, args, {
       env: { ...process.env, AGENTCELL_CHILD_EXPORT_BYTES: String(TWO_GIB) },
       maxBuffer: 1024 * 1024,
       timeout: 150_000,

@@ -1,0 +1,55 @@
+// Child process of the controller-death tests: a host program that starts a sandbox with a
+// file recovery store and then dies by SIGKILL (sent to itself, so the moment is an event
+// of the lifecycle, not a time) at the point AGENTCELL_CHILD_KILL_AT names:
+//   planned        right after the planned record is durable (before any create)
+//   keeper-creating right after "keeper creating" is durable (the create is not dispatched)
+//   running        while its process runs (`sleep 600`)
+//   exporting      during an export, after the first entry arrived
+// Other settings: AGENTCELL_CHILD_STORE (the store directory), AGENTCELL_CHILD_SPILL (spill
+// directory), AGENTCELL_CHILD_POLICY (JSON policy). It prints "ready <reservationId>" lines.
+// Runs unchanged on Deno, Bun and Node.
+import process from "node:process";
+import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
+import { createFileRecoveryStore } from "../../lib/docker/recovery_store.ts";
+import type { SandboxRecoveryRecord } from "../../lib/sandbox/backend.ts";
+
+const killAt = process.env.AGENTCELL_CHILD_KILL_AT!;
+const store = await createFileRecoveryStore(process.env.AGENTCELL_CHILD_STORE!);
+const die = (): never => {
+  process.kill(process.pid, "SIGKILL");
+  throw new Error("unreachable");
+};
+
+const backend = createDockerSandboxBackend({
+  profile: "linux-x64-cgroupfs",
+  endpoint: process.env.AGENTCELL_TEST_ENGINE!,
+  namespace: "test",
+  spillDirectory: process.env.AGENTCELL_CHILD_SPILL!,
+  imageDigest: process.env.AGENTCELL_TEST_BUSYBOX_IMAGE!,
+  user: { uid: 65534, gid: 65534 },
+});
+let records = 0;
+const reservation = backend.reserve({ policy: JSON.parse(process.env.AGENTCELL_CHILD_POLICY!) }, {
+  async record(record: SandboxRecoveryRecord) {
+    await store.record(record);
+    records += 1;
+    const keeper = (record.resources as Record<string, { state: string }>).keeper;
+    if (killAt === "planned" && records === 1) die();
+    if (killAt === "keeper-creating" && keeper?.state === "creating") die();
+  },
+});
+console.log(`ready ${reservation.id}`);
+const sandbox = await reservation.start();
+if (killAt === "exporting") {
+  const writer = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "mkdir out && for i in 1 2 3; do echo $i > out/f$i; done"] }).start();
+  await writer.stdin.close();
+  await writer.exit;
+  await sandbox.stop();
+  const reader = (await sandbox.exportTree({ kind: "subtree", path: "work/out" })).getReader();
+  await reader.read();
+  die();
+}
+const process_ = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["600"] }).start();
+void process_;
+console.log("running");
+if (killAt === "running") die();

@@ -1,0 +1,292 @@
+// Cleanup-only recovery on a real Engine: a host program (a child process of the same
+// runtime) dies by SIGKILL at a lifecycle event; a fresh controller lists the file store,
+// recovers each record, cleans up, and nothing named remains. Also: the controller lease,
+// the guest-side deadline, and look-alikes that are never adopted.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
+import { LABELS } from "../../lib/docker/names.ts";
+import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
+import { createFileRecoveryStore, type FileRecoveryStore } from "../../lib/docker/recovery_store.ts";
+import type { DockerEngine } from "../../lib/engine/client.ts";
+import { DockerEngineError } from "../../lib/engine/errors.ts";
+import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
+import { SandboxConflictError } from "../../lib/sandbox/errors.ts";
+import { busyboxImage, endpoint, engineTest, eventually, runtimeCommand } from "./_engine.ts";
+import { recordingPort } from "./_sandbox.ts";
+
+const CHILD = fileURLToPath(new URL("./_controller_child.ts", import.meta.url));
+const policy: SandboxPolicyInput = { resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 } };
+
+interface World {
+  readonly backend: DockerSandboxBackend;
+  readonly store: FileRecoveryStore;
+  readonly spill: string;
+}
+
+async function withWorld(fn: (world: World) => Promise<void>): Promise<void> {
+  const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-recovery-")));
+  try {
+    const spill = join(root, "spill");
+    const store = await createFileRecoveryStore(join(root, "records"));
+    await mkdir(spill);
+    const backend = createDockerSandboxBackend({
+      profile: "linux-x64-cgroupfs",
+      endpoint: endpoint!,
+      namespace: "test",
+      spillDirectory: spill,
+      imageDigest: busyboxImage,
+      user: { uid: 65534, gid: 65534 },
+    });
+    await fn({ backend, store, spill });
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+/** Run the child host program until it dies; it must die by SIGKILL. */
+async function runChild(world: World, killAt: string, childPolicy: SandboxPolicyInput = policy): Promise<void> {
+  const [command, args] = runtimeCommand(CHILD);
+  const outcome = await new Promise<{ signal: string | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(command, args, {
+      env: {
+        ...process.env,
+        AGENTCELL_CHILD_KILL_AT: killAt,
+        AGENTCELL_CHILD_STORE: world.store.directory,
+        AGENTCELL_CHILD_SPILL: world.spill,
+        AGENTCELL_CHILD_POLICY: JSON.stringify(childPolicy),
+      },
+      timeout: 120_000,
+    }, (error, stdout, stderr) => resolve({ signal: (error as { signal?: string } | null)?.signal ?? null, stdout, stderr }));
+  });
+  assert.equal(outcome.signal, "SIGKILL", `the child died by SIGKILL at ${killAt}: ${outcome.stdout} ${outcome.stderr}`);
+}
+
+async function onlyRecord(store: FileRecoveryStore): Promise<DockerSandboxRecoveryRecord> {
+  const listed = await store.list();
+  assert.equal(listed.length, 1, "one record in the store");
+  assert.equal(listed[0].kind, "record");
+  return (listed[0] as unknown as { record: DockerSandboxRecoveryRecord }).record;
+}
+
+/** Every name of the record is absent, and so is every recorded ID. */
+async function assertNothingLeft(engine: DockerEngine, record: DockerSandboxRecoveryRecord): Promise<void> {
+  const { names } = record.identity;
+  const gone = (path: string) =>
+    assert.rejects(engine.request("GET", path), (error) => error instanceof DockerEngineError && error.code === "not_found", `${path} remains`);
+  await gone(`/containers/${names.keeper}/json`);
+  await gone(`/containers/${names.accessor}/json`);
+  await gone(`/networks/${names.network}`);
+  await gone(`/volumes/${names.volume}`);
+  for (const [role, entry] of Object.entries(record.resources)) {
+    if (!entry?.id) continue;
+    const path = role === "volume" ? `/volumes/${entry.id}` : role === "network" ? `/networks/${entry.id}` : `/containers/${entry.id}/json`;
+    await gone(path);
+  }
+}
+
+/** Recover every record of the store, clean up, and drop the records whose cleanup completed. */
+async function reclaim(world: World, options: { settleUncertainAfterMs?: number } = {}): Promise<{ complete: number; uncertain: number }> {
+  let complete = 0, uncertain = 0;
+  for (const entry of await world.store.list()) {
+    assert.equal(entry.kind, "record", "no corrupt record");
+    if (entry.kind !== "record") continue;
+    const recovery = await world.backend.recover(entry.record, world.store, options);
+    const report = await recovery.cleanup();
+    if (report.complete) {
+      await world.store.remove(entry.reservationId);
+      complete += 1;
+    } else uncertain += 1;
+  }
+  return { complete, uncertain };
+}
+
+const keeperState = z.looseObject({ State: z.looseObject({ Running: z.boolean(), Status: z.string() }) });
+
+for (const killAt of ["planned", "running", "exporting"]) {
+  engineTest(`DockerSandboxBackend.recover after the host died by SIGKILL (${killAt}) removes every resource and empties the store`, async (engine) => {
+    await withWorld(async (world) => {
+      await runChild(world, killAt);
+      const record = await onlyRecord(world.store);
+      if (killAt === "running") {
+        const keeper = await engine.request("GET", `/containers/${record.resources.keeper!.id}/json`, { schema: keeperState });
+        assert.equal(keeper.value.State.Running, true, "controllerLoss \"continue\": compute runs on until recovered");
+      }
+      assert.deepEqual(await reclaim(world), { complete: 1, uncertain: 0 });
+      await assertNothingLeft(engine, record);
+      assert.deepEqual(await world.store.list(), [], "the store is empty");
+    });
+  });
+}
+
+engineTest("DockerSandboxBackend.recover keeps a create that was announced but never dispatched uncertain until settled", async (engine) => {
+  await withWorld(async (world) => {
+    await runChild(world, "keeper-creating");
+    const record = await onlyRecord(world.store);
+    assert.equal(record.resources.keeper?.state, "creating");
+    const first = await world.backend.recover(record, world.store);
+    assert.deepEqual(first.uncertain, ["keeper"]);
+    assert.equal(typeof first.record.resources.keeper?.absentSince, "number", "the advanced record notes when the name was first absent");
+    assert.deepEqual(await first.cleanup(), { complete: false, uncertain: ["keeper"] });
+    // The volume is gone; the record stays for the uncertain keeper.
+    await assert.rejects(engine.request("GET", `/volumes/${record.identity.names.volume}`), DockerEngineError);
+    const persisted = await onlyRecord(world.store);
+    assert.equal(persisted.resources.volume?.state, "removed");
+    assert.equal(persisted.resources.keeper?.absentSince, first.record.resources.keeper?.absentSince);
+    // Still absent later: settled as never created.
+    assert.deepEqual(await reclaim(world, { settleUncertainAfterMs: 0 }), { complete: 1, uncertain: 0 });
+    await assertNothingLeft(engine, record);
+    assert.deepEqual(await world.store.list(), []);
+  });
+});
+
+engineTest("DockerSandbox controllerLoss \"stop\" ends compute when the host dies, before any recovery", async (engine) => {
+  await withWorld(async (world) => {
+    await runChild(world, "running", { ...policy, controllerLoss: "stop" });
+    const record = await onlyRecord(world.store);
+    const keeperId = record.resources.keeper!.id!;
+    // The event: the keeper reaches not-running on its own (the Engine's wait answers).
+    const waited = await engine.request("POST", `/containers/${keeperId}/wait`, {
+      query: { condition: "not-running" },
+      timeoutMs: 60_000,
+      schema: z.looseObject({ StatusCode: z.number() }),
+    });
+    assert.equal(waited.value.StatusCode, 0, "the keeper ended itself (trap on TERM: exit 0)");
+    const keeper = await engine.request("GET", `/containers/${keeperId}/json`, { schema: keeperState });
+    assert.equal(keeper.value.State.Running, false);
+    assert.deepEqual(await reclaim(world), { complete: 1, uncertain: 0 });
+    await assertNothingLeft(engine, record);
+  });
+});
+
+engineTest("DockerSandbox execution deadline holds inside the guest after the host died", async (engine) => {
+  await withWorld(async (world) => {
+    await runChild(world, "running", { ...policy, execution: { kind: "deadline", timeoutMs: 1_000 } });
+    const record = await onlyRecord(world.store);
+    const waited = await engine.request("POST", `/containers/${record.resources.keeper!.id!}/wait`, {
+      query: { condition: "not-running" },
+      timeoutMs: 60_000,
+      schema: z.looseObject({ StatusCode: z.number() }),
+    });
+    assert.equal(waited.value.StatusCode, 0, "the guest deadline ended the keeper");
+    assert.deepEqual(await reclaim(world), { complete: 1, uncertain: 0 });
+    await assertNothingLeft(engine, record);
+  });
+});
+
+engineTest("DockerSandbox with controllerLoss \"stop\" runs and stops normally while its controller lives", async (engine) => {
+  await withWorld(async (world) => {
+    const sandbox = await world.backend.reserve({ policy: { ...policy, controllerLoss: "stop" } }, recordingPort()).start();
+    try {
+      const guest = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "ps -o comm,args | grep -c 'read -r line' || true"] }).start();
+      await guest.stdin.close();
+      const [out] = await Promise.all([new Response(guest.stdout).text(), guest.exit]);
+      assert.ok(Number(out.trim()) >= 1, "the lease is running in the guest");
+      assert.equal(sandbox.state, "running");
+      await sandbox.stop();
+      assert.equal(sandbox.state, "stopped");
+      assert.ok(sandbox.stopCause?.message.includes("the sandbox was stopped"));
+    } finally {
+      await sandbox.destroy();
+    }
+    await assert.rejects(engine.request("GET", `/containers/${sandbox.resources.keeperId}/json`), DockerEngineError);
+  });
+});
+
+engineTest("DockerSandbox start answers a keeper-name conflict with SandboxConflictError, never adopts it, and records nothing as creating", async (engine) => {
+  await withWorld(async (world) => {
+    const port = recordingPort();
+    const reservation = world.backend.reserve({ policy }, port);
+    // A foreign container under the exact keeper name, with every fixed label copied.
+    const foreign = await engine.request("POST", "/containers/create", {
+      query: { name: reservation.names.keeper },
+      json: {
+        Image: busyboxImage,
+        Cmd: ["true"],
+        Labels: {
+          [LABELS.owner]: "agentcell",
+          [LABELS.namespace]: "test",
+          [LABELS.reservation]: reservation.id,
+          [LABELS.role]: "keeper",
+        },
+      },
+      expect: [201],
+      schema: z.looseObject({ Id: z.string() }),
+    });
+    try {
+      await assert.rejects(reservation.start(), (error) =>
+        error instanceof SandboxConflictError && error.code === "conflict" &&
+        error.message.includes(`the name ${reservation.names.keeper} is taken by a resource this sandbox did not create; it is left alone`));
+      const last = port.records.at(-1) as DockerSandboxRecoveryRecord;
+      assert.equal(last.resources.keeper?.state, "planned", "a definite 409: nothing was created");
+      assert.equal(last.resources.volume?.state, "removed");
+      const still = await engine.request("GET", `/containers/${foreign.value.Id}/json`, { schema: keeperState });
+      assert.equal(still.value.State.Status, "created", "the foreign container is untouched");
+      // Recovery of that record: a planned name someone else holds is a conflict.
+      await assert.rejects(world.backend.recover(last, recordingPort()), (error) =>
+        error instanceof SandboxConflictError && /never created by this record, yet its exact name .* is present/.test(error.message));
+    } finally {
+      await engine.request("DELETE", `/containers/${foreign.value.Id}`, { query: { force: true }, expect: [204] });
+    }
+  });
+});
+
+engineTest("DockerSandboxBackend.recover never adopts a look-alike with copied labels and another record digest", async (engine) => {
+  await withWorld(async (world) => {
+    await runChild(world, "keeper-creating");
+    const record = await onlyRecord(world.store);
+    const names = record.identity.names;
+    // Someone copies the name and every label they can see, but not the record's nonce.
+    const labels = {
+      [LABELS.owner]: "agentcell",
+      [LABELS.namespace]: "test",
+      [LABELS.reservation]: record.reservationId,
+      [LABELS.role]: "keeper",
+      [LABELS.revision]: record.identity.revision,
+      [LABELS.record]: "0".repeat(64),
+      [LABELS.configuration]: record.identity.configurationDigest,
+    };
+    const foreign = await engine.request("POST", "/containers/create", {
+      query: { name: names.keeper },
+      json: { Image: busyboxImage, User: "65534:65534", Cmd: ["true"], Labels: labels },
+      expect: [201],
+      schema: z.looseObject({ Id: z.string() }),
+    });
+    try {
+      const recovery = await world.backend.recover(record, world.store);
+      assert.deepEqual(recovery.uncertain, []);
+      assert.deepEqual(recovery.owned.map((o) => o.role), ["volume"], "only the volume is ours");
+      assert.equal(recovery.record.resources.keeper?.state, "removed", "the keeper's name is someone else's: nothing of ours remains there");
+      assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+      const still = await engine.request("GET", `/containers/${foreign.value.Id}/json`, { schema: keeperState });
+      assert.equal(still.value.State.Status, "created", "the look-alike survives untouched");
+      await assert.rejects(engine.request("GET", `/volumes/${names.volume}`), DockerEngineError);
+      await world.store.remove(record.reservationId);
+    } finally {
+      await engine.request("DELETE", `/containers/${foreign.value.Id}`, { query: { force: true }, expect: [204] });
+    }
+  });
+});
+
+engineTest("DockerSandboxBackend.recover of a record from a live sandbox's last checkpoint removes exactly its resources", async (engine) => {
+  await withWorld(async (world) => {
+    const sandbox = await world.backend.reserve({ policy: { ...policy, network: "outbound" } }, world.store).start();
+    const record = await onlyRecord(world.store);
+    assert.deepEqual(Object.values(record.resources).map((r) => r?.state), ["created", "created", "created"]);
+    const recovery = await world.backend.recover(record, world.store);
+    assert.deepEqual(recovery.owned.map((o) => o.role), ["keeper", "network", "volume"]);
+    assert.equal(recovery.owned[0].id, sandbox.resources.keeperId);
+    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+    await eventually("the sandbox noticing its keeper is gone", () => (sandbox.state === "running" ? undefined : true));
+    await assertNothingLeft(engine, record);
+    // A second cleanup of the same handle is a no-op (404 = done).
+    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+    await world.store.remove(record.reservationId);
+  });
+});
