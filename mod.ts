@@ -72,6 +72,7 @@ export {
   type DockerSandboxRecoverOptions,
   type DockerSandboxRecovery,
 } from "./lib/docker/recover.ts";
+export { GUEST_DEADLINE_GRACE_MS } from "./lib/docker/controller_lease.ts";
 export { createFileRecoveryStore, type FileRecoveryStore, type StoredRecoveryRecord } from "./lib/docker/recovery_store.ts";
 export {
   DockerEngine,
