@@ -1,12 +1,15 @@
 // Child process of the controller-death tests: a host program that starts a sandbox with a
 // file recovery store and then dies by SIGKILL (sent to itself, so the moment is an event
 // of the lifecycle, not a time) at the point AGENTCELL_CHILD_KILL_AT names:
-//   planned        right after the planned record is durable (before any create)
+//   planned         right after the planned record is durable (before any create)
 //   keeper-creating right after "keeper creating" is durable (the create is not dispatched)
-//   running        while its process runs (`sleep 600`)
-//   exporting      during an export, after the first entry arrived
+//   record:<k>      right after the k-th record is durable (its effect not dispatched)
+//   after-record:<k> one macrotask after the k-th record resolved (its effect in flight)
+//   running         while its process runs (`sleep 600`)
+//   exporting       during an export, after the first entry arrived
 // Other settings: AGENTCELL_CHILD_STORE (the store directory), AGENTCELL_CHILD_SPILL (spill
-// directory), AGENTCELL_CHILD_POLICY (JSON policy). It prints "ready <reservationId>" lines.
+// directory), AGENTCELL_CHILD_POLICY (JSON policy), AGENTCELL_CHILD_NAMESPACE (default
+// "test"). It prints "ready <reservationId>" lines.
 // Runs unchanged on Deno, Bun and Node.
 import process from "node:process";
 import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
@@ -23,7 +26,7 @@ const die = (): never => {
 const backend = createDockerSandboxBackend({
   profile: "linux-x64-cgroupfs",
   endpoint: process.env.AGENTCELL_TEST_ENGINE!,
-  namespace: "test",
+  namespace: process.env.AGENTCELL_CHILD_NAMESPACE ?? "test",
   spillDirectory: process.env.AGENTCELL_CHILD_SPILL!,
   imageDigest: process.env.AGENTCELL_TEST_BUSYBOX_IMAGE!,
   user: { uid: 65534, gid: 65534 },
@@ -36,6 +39,8 @@ const reservation = backend.reserve({ policy: JSON.parse(process.env.AGENTCELL_C
     const keeper = (record.resources as Record<string, { state: string }>).keeper;
     if (killAt === "planned" && records === 1) die();
     if (killAt === "keeper-creating" && keeper?.state === "creating") die();
+    if (killAt === `record:${records}`) die();
+    if (killAt === `after-record:${records}`) setTimeout(die, 0);
   },
 });
 console.log(`ready ${reservation.id}`);
@@ -52,4 +57,6 @@ if (killAt === "exporting") {
 const process_ = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["600"] }).start();
 void process_;
 console.log("running");
-if (killAt === "running") die();
+// Every mode ends here at the latest: a kill point past the last startup record is a kill
+// while the process runs.
+die();

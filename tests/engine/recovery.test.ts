@@ -290,3 +290,69 @@ engineTest("DockerSandboxBackend.recover of a record from a live sandbox's last 
     await world.store.remove(record.reservationId);
   });
 });
+
+engineTest("DockerSandbox persists each checkpoint before its effect: at every record a creating name is still absent and a created ID exists", async (engine) => {
+  await withWorld(async (world) => {
+    const seen: string[] = [];
+    const exists = async (role: string, nameOrId: string) => {
+      const path = role === "volume" ? `/volumes/${nameOrId}` : role === "network" ? `/networks/${nameOrId}` : `/containers/${nameOrId}/json`;
+      return await engine.request("GET", path).then(() => true, (error) => {
+        if (error instanceof DockerEngineError && error.code === "not_found") return false;
+        throw error;
+      });
+    };
+    const port = {
+      async record(raw: unknown) {
+        const record = raw as DockerSandboxRecoveryRecord;
+        for (const [role, entry] of Object.entries(record.resources)) {
+          if (!entry) continue;
+          seen.push(`${role}:${entry.state}`);
+          if (entry.state === "planned" || entry.state === "creating") {
+            assert.equal(await exists(role, entry.name), false, `${role} exists while the record says ${entry.state}`);
+          }
+          if (entry.state === "created") assert.equal(await exists(role, entry.id!), true, `${role} ${entry.id} is recorded created but absent`);
+        }
+      },
+    };
+    const sandbox = await world.backend.reserve({ policy: { ...policy, network: "outbound" } }, port).start();
+    const guest = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "echo x > f"] }).start();
+    await guest.stdin.close();
+    await guest.exit;
+    await sandbox.stop();
+    for await (const entry of await sandbox.exportTree({ kind: "file", path: "work/f" })) await entry.body.cancel();
+    await sandbox.destroy();
+    for (const step of ["volume:creating", "volume:created", "network:creating", "network:created", "keeper:creating", "keeper:created", "accessor:creating", "accessor:created", "keeper:removing", "keeper:removed", "accessor:removed", "volume:removed"]) {
+      assert.ok(seen.includes(step), `a record with ${step}`);
+    }
+  });
+});
+
+engineTest("DockerSandbox exportTree answers an accessor-name conflict with SandboxConflictError and destroy() leaves that container alone", async (engine) => {
+  await withWorld(async (world) => {
+    const port = recordingPort();
+    const reservation = world.backend.reserve({ policy }, port);
+    const sandbox = await reservation.start();
+    const foreign = await engine.request("POST", "/containers/create", {
+      query: { name: reservation.names.accessor },
+      json: {
+        Image: busyboxImage,
+        Cmd: ["true"],
+        Labels: { [LABELS.owner]: "agentcell", [LABELS.namespace]: "test", [LABELS.reservation]: reservation.id, [LABELS.role]: "accessor" },
+      },
+      expect: [201],
+      schema: z.looseObject({ Id: z.string() }),
+    });
+    try {
+      await sandbox.stop();
+      await assert.rejects(sandbox.exportTree({ kind: "workspace" }), (error) =>
+        error instanceof SandboxConflictError && error.code === "conflict" && /is taken by a resource this sandbox did not create/.test(error.message));
+      assert.equal((port.records.at(-1) as DockerSandboxRecoveryRecord).resources.accessor?.state, "planned");
+      await sandbox.destroy();
+      assert.equal(sandbox.resources.accessorId, undefined, "never adopted");
+      const still = await engine.request("GET", `/containers/${foreign.value.Id}/json`, { schema: keeperState });
+      assert.equal(still.value.State.Status, "created", "the foreign container survives destroy()");
+    } finally {
+      await engine.request("DELETE", `/containers/${foreign.value.Id}`, { query: { force: true }, expect: [204] });
+    }
+  });
+});
