@@ -14,9 +14,11 @@
  * - `abort`: an in-process start aborted inside its k-th record write;
  * - `port`: an in-process start whose recovery port rejects its k-th record;
  * - `clean`: a whole lifecycle (import, process, stop, export, destroy) with no fault.
- * After each run, every record in the file store is recovered and cleaned up (a record with
- * an uncertain create is recovered a second time, settling an absence seen by the first
- * pass), and the run's four resource names are looked up: any that answers is a leftover.
+ * After each run, every record in the file store is recovered and cleaned up; a record with
+ * an uncertain create stays, and later passes adopt a create that landed late. At the end
+ * the campaign waits 5 s, recovers strictly once more, then settles what stayed absent that
+ * long (`settleUncertainAfterMs: 5000`), and looks up the four resource names of every run:
+ * any that answers, and any record left in the store, is a leftover.
  * Prints the seed (for replay) and `runs, faults injected, recovered, leftovers`, plus the
  * time from the host's death to the lease stopping its keeper. Exits 1 on any leftover.
  *
@@ -106,22 +108,24 @@ function child(killAt: string, policy: SandboxPolicyInput): Promise<{ reservatio
   });
 }
 
-async function reclaim(): Promise<void> {
-  for (const pass of [1, 2]) {
-    for (const entry of await store.list()) {
-      if (entry.kind === "corrupt") throw entry.error;
-      try {
-        const recovery = await backend.recover(entry.record, store, pass === 2 ? { settleUncertainAfterMs: 0 } : {});
-        const report = await recovery.cleanup();
-        if (report.complete) {
-          await store.remove(entry.reservationId);
-          counts.recovered += 1;
-          if (pass === 2) counts.uncertainSettled += 1;
-        }
-      } catch (error) {
-        counts.conflicts += 1;
-        console.error(`run ${counts.runs}: recovery of ${entry.reservationId} failed: ${error}`);
+/**
+ * Recover every record of the store and clean up; drop the records whose cleanup completed.
+ * Without `settleMs` an uncertain create stays (a late create is adopted by a later pass).
+ */
+async function reclaim(settleMs?: number): Promise<void> {
+  for (const entry of await store.list()) {
+    if (entry.kind === "corrupt") throw entry.error;
+    try {
+      const recovery = await backend.recover(entry.record, store, { settleUncertainAfterMs: settleMs });
+      const report = await recovery.cleanup();
+      if (report.complete) {
+        await store.remove(entry.reservationId);
+        counts.recovered += 1;
+        if (settleMs !== undefined) counts.uncertainSettled += 1;
       }
+    } catch (error) {
+      counts.conflicts += 1;
+      console.error(`run ${counts.runs}: recovery of ${entry.reservationId} failed: ${error}`);
     }
   }
 }
@@ -169,6 +173,9 @@ async function inProcess(kind: "abort" | "port" | "clean", network: boolean): Pr
   return reservation.id;
 }
 
+/** How long an uncertain create must stay absent before the campaign settles it, ms. */
+const SETTLE_MS = 5_000;
+const reservations: string[] = [];
 const started = Date.now();
 console.log(`campaign seed ${seed}, ${runs} runs, runtime ${runtimeCommand(CHILD)[0]}`);
 try {
@@ -197,13 +204,23 @@ try {
       byKind[kind] = (byKind[kind] ?? 0) + 1;
     }
     if (kind !== "clean") counts.faults += 1;
+    if (reservationId) reservations.push(reservationId);
     await reclaim();
-    if (reservationId) {
-      const left = await leftoversOf(reservationId);
-      counts.leftovers += left.length;
-      if (left.length > 0) console.error(`run ${run} (${kind}): leftovers ${left.join(", ")}`);
-    }
   }
+  // Records whose create outcome is still unknown: a create in flight when its host died
+  // may land after the first look. Wait the settle time, look again strictly (a late create
+  // is adopted), then settle what stayed absent that long.
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  await reclaim();
+  await reclaim(SETTLE_MS);
+  for (const reservationId of reservations) {
+    const left = await leftoversOf(reservationId);
+    counts.leftovers += left.length;
+    if (left.length > 0) console.error(`${reservationId}: leftovers ${left.join(", ")}`);
+  }
+  const remaining = await store.list();
+  if (remaining.length > 0) console.error(`${remaining.length} records remain in the store`);
+  counts.leftovers += remaining.length;
 } finally {
   await rm(root, { recursive: true, force: true });
 }
@@ -212,7 +229,7 @@ const quantile = (q: number) => sorted.length ? sorted[Math.min(sorted.length - 
 console.log(`faults by kind: ${JSON.stringify(byKind)}`);
 console.log(`lease stop after host death: n=${sorted.length} median ${quantile(0.5)} ms, max ${sorted.at(-1) ?? NaN} ms`);
 console.log(
-  `runs ${counts.runs}, faults injected ${counts.faults}, recovered ${counts.recovered} (settled on the second pass ${counts.uncertainSettled}), ` +
+  `runs ${counts.runs}, faults injected ${counts.faults}, recovered ${counts.recovered} (settled after ${SETTLE_MS} ms absent ${counts.uncertainSettled}), ` +
     `recovery refusals ${counts.conflicts}, leftovers ${counts.leftovers} — ${((Date.now() - started) / 1000).toFixed(0)} s`,
 );
 if (counts.leftovers > 0 || counts.conflicts > 0) process.exit(1);
