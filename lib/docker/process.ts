@@ -191,19 +191,41 @@ function stdinStream(attach: EngineUpgrade, stopping: AbortSignal): WritableStre
 }
 
 /** Poll interval while the output is still open (descendants may hold it after the leader exits). */
-const OPEN_STREAM_POLL_MS = 2_000;
-/** Longest poll interval once the output ended. */
-const ENDED_STREAM_POLL_MS = 500;
+export const OPEN_STREAM_POLL_MS = 2_000;
+/** First poll interval once the output ended; it doubles with each poll. */
+export const ENDED_STREAM_FIRST_POLL_MS = 10;
+/**
+ * Longest poll interval once the output ended: an exec whose inspect never reports a
+ * numeric `ExitCode` costs at most one exec inspect and one keeper inspect per 5 s.
+ */
+export const ENDED_STREAM_MAX_POLL_MS = 5_000;
+
+/**
+ * The wait before the next inspection once the output ended: 10 ms doubling with each
+ * poll, capped at {@linkcode ENDED_STREAM_MAX_POLL_MS} (10, 20, 40, … 2,560, then 5,000 ms
+ * for as long as the exit code stays unreported).
+ *
+ * @param poll Inspections made since the output ended, minus one (0 for the first wait).
+ * @returns The wait, in milliseconds.
+ */
+export function endedStreamPollMs(poll: number): number {
+  return Math.min(ENDED_STREAM_FIRST_POLL_MS * 2 ** poll, ENDED_STREAM_MAX_POLL_MS);
+}
+
+/**
+ * Waits `ms` milliseconds, or less when one of `wake` settles first; the exit observer's
+ * only clock, replaceable so a test can observe the schedule as a sequence of waits.
+ */
+export type ExitPollWait = (ms: number, wake: readonly Promise<unknown>[]) => Promise<void>;
 
 function sleep(ms: number, wake: readonly Promise<unknown>[]): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    for (const promise of wake) {
-      promise.then(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    }
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    for (const promise of wake) promise.then(done, done);
   });
 }
 
@@ -211,12 +233,26 @@ function sleep(ms: number, wake: readonly Promise<unknown>[]): Promise<void> {
  * Settle the exit receipt from `GET /exec/{id}/json`, never from the stream ending:
  * `exited` only for a non-running exec with a numeric `ExitCode` (`null` is still pending).
  * The exec is inspected every 2 s while its output is open (a descendant may keep the
- * output open after the leader exited) and quickly once the output ended. Once the sandbox
- * is stopping, a status not yet observed is no longer trusted (the stop itself kills the
- * process): the receipt waits for compute removal and is `unavailable`. After the output
- * ended, the keeper is checked too: a dead keeper stops the sandbox.
+ * output open after the leader exited) and, once the output ended, after waits of 10 ms
+ * doubling up to 5 s ({@linkcode endedStreamPollMs}): quick for the usual exit, one
+ * inspection per 5 s at most for an exec that keeps running or whose exit code never
+ * appears. Once the sandbox is stopping, a status not yet observed is no longer trusted
+ * (the stop itself kills the process): the receipt waits for compute removal and is
+ * `unavailable`. From the fourth inspection after the output ended, the keeper is inspected
+ * with each one too: a dead keeper stops the sandbox.
+ *
+ * @param host The sandbox's engine, keeper, deadlines and stop state.
+ * @param execId The exec to observe.
+ * @param streamEnded Settles when the exec's output ended.
+ * @param wait The clock between inspections (tests pass their own to record the schedule).
+ * @returns The receipt.
  */
-async function observeExit(host: SandboxHost, execId: string, streamEnded: Promise<void>): Promise<SandboxExitReceipt> {
+export async function observeExit(
+  host: SandboxHost,
+  execId: string,
+  streamEnded: Promise<void>,
+  wait: ExitPollWait = sleep,
+): Promise<SandboxExitReceipt> {
   const unavailable: SandboxExitReceipt = Object.freeze({ kind: "unavailable", reason: "sandbox_stopped" });
   const timeoutMs = host.policy.deadlines.cleanupMs;
   const stopping = new Promise<void>((resolve) => {
@@ -225,8 +261,8 @@ async function observeExit(host: SandboxHost, execId: string, streamEnded: Promi
   });
   let ended = false;
   streamEnded.then(() => (ended = true));
-  await Promise.race([streamEnded, stopping, sleep(OPEN_STREAM_POLL_MS, [])]);
-  for (let round = 0;; round++) {
+  await wait(OPEN_STREAM_POLL_MS, [streamEnded, stopping]);
+  for (let poll = 0;; poll++) {
     if (host.stopping.aborted) {
       await host.computeRemoved;
       return unavailable;
@@ -240,7 +276,7 @@ async function observeExit(host: SandboxHost, execId: string, streamEnded: Promi
       if (isNotFound(error)) return unavailable;
       // a transient Engine failure: try again below
     }
-    if (endedBefore && round >= 3 && !host.stopping.aborted) {
+    if (endedBefore && poll >= 3 && !host.stopping.aborted) {
       try {
         const keeper = await inspectContainer(host.engine, host.keeperId, { timeoutMs });
         if (!keeper.State.Running) {
@@ -250,10 +286,10 @@ async function observeExit(host: SandboxHost, execId: string, streamEnded: Promi
         if (isNotFound(error)) return unavailable;
       }
     }
-    if (endedBefore) await sleep(Math.min(10 * 2 ** round, ENDED_STREAM_POLL_MS), [stopping]);
+    if (endedBefore) await wait(endedStreamPollMs(poll), [stopping]);
     else {
-      round = -1;
-      await sleep(OPEN_STREAM_POLL_MS, [stopping, streamEnded]);
+      poll = -1;
+      await wait(OPEN_STREAM_POLL_MS, [stopping, streamEnded]);
     }
   }
 }

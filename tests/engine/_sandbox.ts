@@ -23,16 +23,20 @@ export function recordingPort(): { records: SandboxRecoveryRecord[]; record(reco
   return { records, record: (record) => Promise.resolve(void records.push(record)) };
 }
 
-/** Run `fn` with a backend and a fresh spill directory, removed afterwards. */
+/**
+ * Run `fn` with a backend and a fresh spill directory, removed afterwards; `via` is the
+ * endpoint the backend talks to (the lane's engine, or a fault proxy in front of it).
+ */
 export async function withBackend(
   fn: (backend: DockerSandboxBackend, spillDirectory: string) => Promise<void>,
   image: string = busyboxImage,
+  via: string = endpoint!,
 ): Promise<void> {
   const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-spill-")));
   try {
     const backend = createDockerSandboxBackend({
       profile: "linux-x64-cgroupfs",
-      endpoint: endpoint!,
+      endpoint: via,
       namespace: "test",
       spillDirectory,
       imageDigest: image,

@@ -20,6 +20,7 @@
 import { z } from "zod";
 import type { DockerEngine } from "../../engine/client.ts";
 import { DockerEngineError } from "../../engine/errors.ts";
+import { quotePath } from "../../tar/quote_path.ts";
 
 /** Go `os.ModeDir`. */
 const MODE_DIR = 0x80000000;
@@ -27,6 +28,14 @@ const MODE_DIR = 0x80000000;
 const MODE_SYMLINK = 0x08000000;
 /** Go `os.ModeType`: dir, symlink, named pipe, socket, device, char device, irregular. */
 const MODE_TYPE = 0x80000000 | 0x08000000 | 0x02000000 | 0x01000000 | 0x04000000 | 0x00200000 | 0x00080000;
+
+/**
+ * Bits 9–18, which no Go `os.FileMode` uses (its permission bits are 0–8, its type and
+ * special bits 19–31). A Unix `st_mode`'s file type (`S_IFMT`, 0o170000) and its setuid,
+ * setgid and sticky bits (0o7000) all fall here: a mode with any of them set is a Unix
+ * mode, not the `os.FileMode` the Engine sends, and would classify as a regular file.
+ */
+const NOT_FILE_MODE_BITS = 0x0007fe00;
 
 /** The header carrying the stat of a container path. */
 export const PATH_STAT_HEADER = "X-Docker-Container-Path-Stat";
@@ -64,23 +73,35 @@ export function containerPathKind(mode: number): ContainerPathKind {
  * Decode `X-Docker-Container-Path-Stat` (base64 of JSON).
  *
  * @param value The header value.
+ * @param path The guest path that was stat'ed, for messages.
  * @returns The validated stat.
- * @throws {DockerEngineError} `invalid_body` when it is not base64 JSON of the documented shape
+ * @throws {DockerEngineError} `invalid_body` when it is not base64 JSON of the documented
+ * shape, or when its `mode` is not a Go `os.FileMode` (a Unix `st_mode` such as `0o40755`,
+ * with `S_IFMT` or set-id bits in 0o1777000, which would otherwise read as a regular file)
  */
-export function decodePathStat(value: string): ContainerPathStat {
+export function decodePathStat(value: string, path: string): ContainerPathStat {
   let json: unknown;
   try {
     if (!/^[A-Za-z0-9+/]*={0,2}$/u.test(value)) throw new Error("not base64");
     const bytes = Uint8Array.from(atob(value), (c) => c.charCodeAt(0));
     json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch (cause) {
-    throw new DockerEngineError("invalid_body", `Cannot read path stat: the ${PATH_STAT_HEADER} header is not base64 JSON`, { cause });
+    throw new DockerEngineError("invalid_body", `Cannot read path stat of ${quotePath(path)}: the ${PATH_STAT_HEADER} header is not base64 JSON`, { cause });
   }
   const parsed = pathStatSchema.safeParse(json);
   if (!parsed.success) {
-    throw new DockerEngineError("invalid_body", `Cannot read path stat: the ${PATH_STAT_HEADER} header does not match its schema`, {
+    throw new DockerEngineError("invalid_body", `Cannot read path stat of ${quotePath(path)}: the ${PATH_STAT_HEADER} header does not match its schema`, {
       cause: parsed.error,
     });
+  }
+  const stray = (parsed.data.mode & NOT_FILE_MODE_BITS) >>> 0;
+  if (stray !== 0) {
+    throw new DockerEngineError(
+      "invalid_body",
+      `Cannot read path stat of ${quotePath(path)}: the ${PATH_STAT_HEADER} header's mode 0o${
+        parsed.data.mode.toString(8)
+      } sets bits 0o${stray.toString(8)} that a Go os.FileMode never has (a Unix st_mode's file type or set-id bits), so the kind of the path is unknown; the Engine, or a proxy in front of it, must send the Go os.FileMode (a directory is 0o20000000755, not 0o40755)`,
+    );
   }
   return parsed.data;
 }
@@ -117,7 +138,7 @@ export async function statContainerPath(
   if (header === null) {
     throw new DockerEngineError("invalid_body", `Cannot stat container path: the reply has no ${PATH_STAT_HEADER} header`);
   }
-  return decodePathStat(header);
+  return decodePathStat(header, path);
 }
 
 /**

@@ -35,6 +35,14 @@ export class ByteReader {
     return true;
   }
 
+  /**
+   * Bytes already received and not yet consumed (the rest of the last runtime chunk);
+   * reading this never touches the connection.
+   */
+  get buffered(): number {
+    return this.#buffer.byteLength;
+  }
+
   #take(length: number): Uint8Array {
     const piece = this.#buffer.subarray(0, length);
     this.#buffer = this.#buffer.subarray(length);

@@ -1,8 +1,9 @@
 /**
  * A response body as a pull-based `ReadableStream<Uint8Array>`: the connection is read
  * only while the consumer pulls, pieces are at most `chunkBytes`, the body limit is
- * enforced, and the end of the body is confirmed by the end of the connection (unless the
- * Engine answered before the request body was fully sent).
+ * enforced, and the body ends where its framing says (`Content-Length`, the last chunk,
+ * nothing for `HEAD`/204/304), at which point our side closes the connection; only a
+ * close-delimited body waits for the peer's close.
  *
  * @module
  */
@@ -73,8 +74,13 @@ export class ResponseBody {
             controller.close();
             return;
           }
-          // The request said `Connection: close`: the Engine closes right after the body.
-          if ((await reader.read(1)) !== null) {
+          // The framing says the body is complete. The request said `Connection: close` and
+          // the Engine (Go net/http) closes right after the body, but a keep-alive server or
+          // a socket proxy in front of the Engine may keep the connection open: waiting for
+          // the peer's close would hang until a deadline. Our side closes now instead. Bytes
+          // that arrived together with the body's end are still caught; later ones are never
+          // read.
+          if (reader.buffered > 0) {
             throw new DockerEngineTransportError(
               "invalid_response",
               "Cannot read the response: the Engine sent more bytes than the body declared",

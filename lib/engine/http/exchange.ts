@@ -121,8 +121,11 @@ export interface EngineResponse {
    * The decoded body (`Content-Length`, chunked or close-delimited; empty for `HEAD`,
    * 204 and 304) in pieces of at most `chunkBytes`. Pull-based: the socket is read only
    * while the consumer reads. The caller must read it to the end or cancel it;
-   * cancelling aborts the connection. It fails with a `DockerEngineTransportError`:
-   * `invalid_response` when truncated, badly framed or longer than declared,
+   * cancelling aborts the connection. It ends where the framing says the body ends, and
+   * the connection is closed then, even when the server would keep it open (a keep-alive
+   * server or socket proxy); only a close-delimited body waits for the peer's close. It
+   * fails with a `DockerEngineTransportError`: `invalid_response` when truncated, badly
+   * framed or followed by bytes that arrived with its end,
    * `response_limit` past `maxBodyBytes`, `deadline` when `timeoutMs` passes, `aborted`
    * when the signal fires, `connection` when the socket fails.
    */
@@ -143,10 +146,13 @@ export interface EngineResponse {
 
 /**
  * Sends one request on a fresh connection (`Connection: close`) and resolves once the
- * response head is parsed; the body streams after. If the Engine answers with a status
- * of 300 or more before the request body was fully sent, no further body chunk is read
- * (pieces already queued on the socket, at most 256 KiB, may still go out) and the body
- * stream is cancelled.
+ * response head is parsed; the body streams after. The response is complete when its
+ * framing says so (`Content-Length`, the last chunk, no body for `HEAD`/204/304): our side
+ * then closes the connection without waiting for the peer to close it, so a keep-alive
+ * server or socket proxy in front of the Engine does not stall a request. If the Engine
+ * answers with a status of 300 or more before the request body was fully sent, no further
+ * body chunk is read (pieces already queued on the socket, at most 256 KiB, may still go
+ * out) and the body stream is cancelled.
  *
  * Bounds: head 16 KiB ({@linkcode MAX_RESPONSE_HEAD_BYTES}), chunk-size line 4 KiB,
  * trailers 16 KiB, body `maxBodyBytes`. Deadlines: connect, header, whole; all timers and

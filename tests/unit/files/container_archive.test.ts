@@ -19,8 +19,24 @@ test("containerPathKind classifies Go os.FileMode values measured on Engine 28.5
 
 test("decodePathStat reads base64 JSON and rejects anything else", () => {
   const header = btoa(JSON.stringify({ name: "work", size: 4096, mode: 2147484141, mtime: "2026-11-30T11:54:39Z", linkTarget: "" }));
-  assert.deepEqual(decodePathStat(header), { name: "work", size: 4096, mode: 2147484141, mtime: "2026-11-30T11:54:39Z", linkTarget: "" });
+  assert.deepEqual(decodePathStat(header, "/workspace/work"), { name: "work", size: 4096, mode: 2147484141, mtime: "2026-11-30T11:54:39Z", linkTarget: "" });
   for (const bad of ["***", btoa("not json"), btoa(JSON.stringify({ name: "x" })), btoa(JSON.stringify({ name: "x", size: 1, mode: -1, mtime: "", linkTarget: "" }))]) {
-    assert.throws(() => decodePathStat(bad), (error) => error instanceof DockerEngineError && error.code === "invalid_body");
+    assert.throws(() => decodePathStat(bad, "/workspace/work"), (error) => error instanceof DockerEngineError && error.code === "invalid_body");
+  }
+});
+
+test("decodePathStat accepts every Go os.FileMode bit and rejects Unix st_mode bits", () => {
+  const header = (mode: number) => btoa(JSON.stringify({ name: "work", size: 0, mode, mtime: "2026-11-30T11:54:39Z", linkTarget: "" }));
+  // ModeDir | ModeSetuid | ModeSetgid | ModeSticky | 0o777, and every type bit with the permissions.
+  for (const mode of [(0x80000000 | 0x00800000 | 0x00400000 | 0x00100000 | 0o777) >>> 0, 0xfff801ff]) {
+    assert.equal(decodePathStat(header(mode), "/workspace/work").mode, mode);
+  }
+  for (const [mode, stray] of [[0o40755, "0o40000"], [0o120777, "0o120000"], [0o1000, "0o1000"], [(0x80000000 | 0o40755) >>> 0, "0o40000"]] as const) {
+    assert.throws(
+      () => decodePathStat(header(mode), "/workspace/work"),
+      (error) =>
+        error instanceof DockerEngineError && error.code === "invalid_body" &&
+        error.message.startsWith(`Cannot read path stat of '/workspace/work': the X-Docker-Container-Path-Stat header's mode 0o${mode.toString(8)} sets bits ${stray} `),
+    );
   }
 });
