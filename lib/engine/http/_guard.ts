@@ -91,8 +91,20 @@ export class ExchangeGuard {
     this.#failure = error;
     this.release();
     this.#controller.abort(error);
-    this.#connection?.abort(error);
-    for (const callback of this.#failureCallbacks.splice(0)) callback(error);
+    // Runs from timers too: nothing a consumer does with the failure (a stream it already
+    // closed, a socket already gone) may escape as an uncaught exception.
+    try {
+      this.#connection?.abort(error);
+    } catch {
+      // already closed
+    }
+    for (const callback of this.#failureCallbacks.splice(0)) {
+      try {
+        callback(error);
+      } catch {
+        // the consumer's stream was already closed or errored
+      }
+    }
     return error;
   }
 

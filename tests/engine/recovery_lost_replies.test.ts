@@ -1,0 +1,176 @@
+// Lost Engine replies on every create and every removal, through the fault proxy: the
+// Engine performs the request, its reply never arrives, and the Engine then stays out of
+// reach, so the owner cannot resolve the outcome itself. The operation fails with a typed
+// error within its deadline; the last persisted record says `creating` (or `removing`); a
+// fresh controller recovers it once the Engine is reachable again and removes exactly those
+// resources. A look-alike with a similar name and copied labels survives untouched.
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
+import { LABELS } from "../../lib/docker/names.ts";
+import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
+import { createFileRecoveryStore, type FileRecoveryStore } from "../../lib/docker/recovery_store.ts";
+import type { DockerEngine } from "../../lib/engine/client.ts";
+import { DockerEngineError } from "../../lib/engine/errors.ts";
+import { SandboxError } from "../../lib/sandbox/errors.ts";
+import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
+import { busyboxImage, endpoint, engineTest } from "./_engine.ts";
+import { type FaultProxy, type RequestMatch, startFaultProxy } from "./_fault_proxy.ts";
+
+const policy: SandboxPolicyInput = {
+  resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 },
+  network: "outbound",
+  deadlines: { startupMs: 5_000, cleanupMs: 2_000 },
+};
+
+function backendOn(via: string, spill: string): DockerSandboxBackend {
+  return createDockerSandboxBackend({
+    profile: "linux-x64-cgroupfs",
+    endpoint: via,
+    namespace: "test",
+    spillDirectory: spill,
+    imageDigest: busyboxImage,
+    user: { uid: 65534, gid: 65534 },
+  });
+}
+
+/**
+ * Drop the reply of the request `match` selects (the Engine performs it), then swallow
+ * every later request until `restore()` — the Engine is out of reach for the owner.
+ */
+function loseReply(proxy: FaultProxy, match: RequestMatch & { occurrence?: number }): { restore(): void } {
+  const drop = proxy.inject({ ...match, fault: { kind: "drop", then: "stall" } });
+  let swallow: { remove(): void } | undefined;
+  drop.applied.then(() => {
+    swallow = proxy.inject({ path: /.*/u, occurrence: "every", fault: { kind: "swallow", then: "close" } });
+  });
+  return {
+    restore() {
+      drop.remove();
+      swallow?.remove();
+    },
+  };
+}
+
+async function lastRecord(store: FileRecoveryStore): Promise<DockerSandboxRecoveryRecord> {
+  const listed = await store.list();
+  assert.equal(listed.length, 1);
+  assert.equal(listed[0].kind, "record");
+  return (listed[0] as unknown as { record: DockerSandboxRecoveryRecord }).record;
+}
+
+async function absent(engine: DockerEngine, record: DockerSandboxRecoveryRecord): Promise<void> {
+  const { names } = record.identity;
+  for (const path of [`/containers/${names.keeper}/json`, `/containers/${names.accessor}/json`, `/networks/${names.network}`, `/volumes/${names.volume}`]) {
+    await assert.rejects(engine.request("GET", path), (error) => error instanceof DockerEngineError && error.code === "not_found", `${path} remains`);
+  }
+}
+
+/** A volume with a similar name and every copyable label of `record`, but another record digest. */
+async function lookAlike(engine: DockerEngine, record: DockerSandboxRecoveryRecord): Promise<string> {
+  const name = `${record.identity.names.volume}-lookalike`;
+  await engine.request("POST", "/volumes/create", {
+    json: {
+      Name: name,
+      Labels: {
+        [LABELS.owner]: "agentcell",
+        [LABELS.namespace]: "test",
+        [LABELS.reservation]: record.reservationId,
+        [LABELS.role]: "volume",
+        [LABELS.revision]: record.identity.revision,
+        [LABELS.record]: "0".repeat(64),
+        [LABELS.configuration]: record.identity.configurationDigest,
+      },
+    },
+    expect: [201],
+  });
+  return name;
+}
+
+interface Case {
+  readonly role: "volume" | "network" | "keeper" | "accessor";
+  readonly step: "create" | "remove";
+  readonly match: RequestMatch & { occurrence?: number };
+}
+
+const cases: Case[] = [
+  { role: "volume", step: "create", match: { method: "POST", path: "/volumes/create" } },
+  { role: "network", step: "create", match: { method: "POST", path: "/networks/create" } },
+  { role: "keeper", step: "create", match: { method: "POST", path: "/containers/create" } },
+  { role: "accessor", step: "create", match: { method: "POST", path: "/containers/create" } },
+  { role: "keeper", step: "remove", match: { method: "DELETE", path: /^\/containers\/[0-9a-f]{64}$/u } },
+  { role: "accessor", step: "remove", match: { method: "DELETE", path: /^\/containers\/[0-9a-f]{64}$/u } },
+  { role: "network", step: "remove", match: { method: "DELETE", path: /^\/networks\/[0-9a-f]{64}$/u } },
+  { role: "volume", step: "remove", match: { method: "DELETE", path: /^\/volumes\/[a-z0-9-]+$/u } },
+];
+
+for (const { role, step, match } of cases) {
+  engineTest(`DockerSandbox a lost reply to the ${role} ${step} fails typed, and a fresh recover() removes exactly what exists`, async (engine) => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-lost-")));
+    await using proxy = await startFaultProxy({ upstream: endpoint! });
+    try {
+      const spill = join(root, "spill");
+      await mkdir(spill);
+      const store = await createFileRecoveryStore(join(root, "records"));
+      const owner = backendOn(proxy.endpoint, spill);
+      let fault: { restore(): void };
+      let failure: unknown;
+      const outcome = (task: Promise<unknown>) => task.then(() => undefined, (error) => error);
+      if (step === "create" && role !== "accessor") {
+        fault = loseReply(proxy, match);
+        failure = await outcome(owner.reserve({ policy }, store).start());
+      } else {
+        const sandbox = await owner.reserve({ policy }, store).start();
+        const guest = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "echo kept > f"] }).start();
+        await guest.stdin.close();
+        await guest.exit;
+        if (role === "keeper") {
+          // stop() is the keeper's removal.
+          fault = loseReply(proxy, match);
+          failure = await outcome(sandbox.stop());
+        } else {
+          await sandbox.stop();
+          if (step === "create") {
+            fault = loseReply(proxy, match);
+            failure = await outcome(sandbox.exportTree({ kind: "workspace" }));
+          } else {
+            for await (const entry of await sandbox.exportTree({ kind: "workspace" })) await entry.body.cancel();
+            fault = loseReply(proxy, match);
+            failure = await outcome(sandbox.destroy());
+          }
+        }
+      }
+      assert.ok(failure instanceof SandboxError, `the ${role} ${step} failed typed: ${failure}`);
+      assert.ok(failure.code === "deadline" || failure.code === "engine", `code ${failure.code}`);
+      const record = await lastRecord(store);
+      const expected = step === "create" ? "creating" : "removing";
+      assert.equal(record.resources[role]?.state, expected, `the record keeps the ${role} ${expected}`);
+      if (step === "create") assert.match(failure.message, new RegExp(`whether the ${role} was created is unknown`));
+
+      // The Engine is reachable again; a fresh controller (a new backend) takes over.
+      fault.restore();
+      const similar = await lookAlike(engine, record);
+      try {
+        const fresh = backendOn(proxy.endpoint, spill);
+        const recovery = await fresh.recover(record, store);
+        if (step === "create") {
+          assert.equal(recovery.record.resources[role]?.state, "created", "reconciled by exact name, labels and fingerprint");
+          assert.ok(recovery.owned.some((owned) => owned.role === role));
+        }
+        assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+        await absent(engine, record);
+        const survivor = await engine.request("GET", `/volumes/${similar}`, { schema: z.looseObject({ Name: z.string() }) });
+        assert.equal(survivor.value.Name, similar, "the look-alike survives untouched");
+        const final = await lastRecord(store);
+        assert.ok(Object.values(final.resources).every((entry) => entry?.state === "removed" || entry?.state === "planned"), JSON.stringify(final.resources));
+      } finally {
+        await engine.request("DELETE", `/volumes/${similar}`, { expect: [204] });
+      }
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+}
