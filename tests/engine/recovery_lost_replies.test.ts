@@ -11,11 +11,11 @@ import { join } from "node:path";
 import { z } from "zod";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
 import { LABELS } from "../../lib/docker/names.ts";
-import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
+import { digestOf, type DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
 import { createFileRecoveryStore, type FileRecoveryStore } from "../../lib/docker/recovery_store.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
-import { SandboxError } from "../../lib/sandbox/errors.ts";
+import { SandboxConflictError, SandboxError } from "../../lib/sandbox/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { busyboxImage, endpoint, engineTest } from "./_engine.ts";
 import { type FaultProxy, type RequestMatch, startFaultProxy } from "./_fault_proxy.ts";
@@ -174,3 +174,31 @@ for (const { role, step, match } of cases) {
     }
   });
 }
+
+engineTest("DockerSandboxBackend.recover of a record from another daemon conflicts after /version and /info, with no resource request", async () => {
+  const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-daemon-")));
+  await using proxy = await startFaultProxy({ upstream: endpoint! });
+  try {
+    const spill = join(root, "spill");
+    await mkdir(spill);
+    const store = await createFileRecoveryStore(join(root, "records"));
+    const owner = backendOn(proxy.endpoint, spill);
+    const sandbox = await owner.reserve({ policy }, store).start();
+    try {
+      const record = await lastRecord(store);
+      const identity = { ...record.identity, daemonId: "ANOTHER:DAEMON" };
+      const moved = { ...record, identity, identityDigest: digestOf(identity) };
+      const before = proxy.requests.length;
+      await assert.rejects(backendOn(proxy.endpoint, spill).recover(moved, store), (error) =>
+        error instanceof SandboxConflictError && error.code === "conflict" &&
+        /the record belongs to daemon ANOTHER:DAEMON, and .* serves daemon /.test(error.message) && /nothing was touched, keep the record$/.test(error.message));
+      // Version negotiation and daemon admission only: no resource was inspected or touched.
+      assert.deepEqual([...new Set(proxy.requests.slice(before).map((request) => request.path))].sort(), ["/info", "/version"]);
+      assert.equal(sandbox.state, "running");
+    } finally {
+      await sandbox.destroy();
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
