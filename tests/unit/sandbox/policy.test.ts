@@ -26,7 +26,14 @@ test("normalizePolicy fills every default", () => {
     network: "isolated",
     workspaceDiskQuota: { kind: "not_requested" },
     tmpfs: { homeBytes: 64 * MIB, tmpBytes: 64 * MIB },
+    controllerLoss: "continue",
   });
+});
+
+test("normalizePolicy takes controllerLoss \"stop\" and names the field for anything else", () => {
+  assert.equal(normalizePolicy({ resources, controllerLoss: "stop" }).controllerLoss, "stop");
+  const error = assertConfigurationError(() => normalizePolicy({ resources, controllerLoss: "halt" as never }), "policy.controllerLoss");
+  assert.equal(error.message, 'Cannot reserve sandbox: policy.controllerLoss must be "continue" or "stop"');
 });
 
 test("normalizePolicy returns a deeply frozen copy", () => {
