@@ -9,6 +9,7 @@ import { basename, dirname, isAbsolute, join } from "node:path";
 import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
 import { parseSandboxRelativePath } from "../../sandbox/paths.ts";
 import type { SandboxExportEntry, SandboxTransferReceipt } from "../../sandbox/transfer.ts";
+import { denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
 
 const ACTION = "export to directory";
 
@@ -132,9 +133,15 @@ async function makeTemporary(temporary: string, hostPath: string): Promise<void>
     await mkdir(temporary, { mode: 0o700 });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw denied(error);
     throw parentError(hostPath, error);
   }
+}
+
+/** A Deno permission denial as a configuration error naming the flag; anything else unchanged. */
+function denied(error: unknown): unknown {
+  const denial = denoPermissionDenial(error);
+  return denial ? new SandboxConfigurationError(`Cannot ${ACTION}: ${denialReason(denial)}`, { cause: error }) : error;
 }
 
 function parentError(hostPath: string, cause: unknown): SandboxConfigurationError {
@@ -148,7 +155,7 @@ async function assertAbsent(path: string): Promise<void> {
     const code = (error as { code?: unknown }).code;
     if (code === "ENOENT") return;
     if (code === "ENOTDIR") throw parentError(path, error);
-    throw error;
+    throw denied(error);
   }
   throw new SandboxConflictError(`Cannot ${ACTION}: '${path}' already exists`);
 }

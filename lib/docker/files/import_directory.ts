@@ -10,6 +10,7 @@ import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/e
 import type { SandboxImportEntry } from "../../sandbox/transfer.ts";
 import { pathDefect } from "../../sandbox/_path_defects.ts";
 import { markPoolable, READ_BUFFER_BYTES, type ReadBufferPool } from "./_read_buffers.ts";
+import { denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
 
 const ACTION = "import directory";
 
@@ -93,7 +94,9 @@ async function* tree(root: string, bodies: boolean): AsyncGenerator<SandboxImpor
   try {
     top = await lstat(root) as HostStat;
   } catch (cause) {
-    throw new SandboxConfigurationError(`Cannot ${ACTION}: '${root}' cannot be read (${(cause as { code?: string }).code ?? "error"})`, { cause });
+    const denial = denoPermissionDenial(cause);
+    const reason = denial ? denialReason(denial) : `'${root}' cannot be read (${(cause as { code?: string }).code ?? "error"})`;
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: ${reason}`, { cause });
   }
   if (top.isSymbolicLink()) throw linkError(root);
   if (!top.isDirectory()) throw new SandboxConfigurationError(`Cannot ${ACTION}: '${root}' is not a directory`);
