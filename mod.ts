@@ -83,6 +83,7 @@ export {
   type DockerEngineRequestOptions,
   type DockerEngineStreamOptions,
 } from "./lib/engine/client.ts";
+export type { DockerEngineFetchBody, DockerEngineFetchInit } from "./lib/engine/fetch.ts";
 export { DockerEngineError, type DockerEngineErrorCode, type DockerEngineErrorOptions } from "./lib/engine/errors.ts";
 export { MAX_SOCKET_PATH_BYTES, parseEngineEndpoint } from "./lib/engine/endpoint.ts";
 export { MAX_API_VERSION, MIN_API_VERSION, negotiateApiVersion } from "./lib/engine/api_version.ts";
