@@ -49,6 +49,19 @@ export function denoPermissionDenial(error: unknown): DenoPermissionDenial | und
 }
 
 /**
+ * The same denial for a directory instead of the file Deno named: the flag a caller passes
+ * for a directory the library creates files in under names of its own (a spill file, an
+ * export's temporary sibling), which no flag could name in advance.
+ *
+ * @param denial The denial of one file.
+ * @param directory The directory to grant.
+ * @returns The denial of `directory`.
+ */
+export function denialOfDirectory(denial: DenoPermissionDenial, directory: string): DenoPermissionDenial {
+  return { kind: denial.kind, target: directory, flag: `--allow-${denial.kind}=${directory}` };
+}
+
+/**
  * The reason for a message about a denial: what Deno refused and the flag to add.
  *
  * @param denial The denial found by {@linkcode denoPermissionDenial}.

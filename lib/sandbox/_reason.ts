@@ -12,8 +12,8 @@ const STEP_PREFIX = /(^|: )Cannot (?=\S)/gu;
 
 /**
  * The message of `error` as the reason of a wrapping error: every "Cannot " that begins the
- * message or one of its `: `-separated steps is dropped, and a first step equal to
- * `outerAction` is dropped too ("Cannot start sandbox: Cannot start sandbox: x" → "x").
+ * message or one of its `: `-separated steps is dropped, and leading steps equal to
+ * `outerAction` are dropped too ("Cannot start sandbox: Cannot start sandbox: x" → "x").
  *
  * @param error What failed: an `Error` (its message is used) or any value (`String(value)`).
  * @param outerAction The action of the wrapping message ("start process"), when known.
@@ -21,7 +21,7 @@ const STEP_PREFIX = /(^|: )Cannot (?=\S)/gu;
  */
 export function reasonOf(error: unknown, outerAction?: string): string {
   const message = error instanceof Error ? error.message : String(error);
-  const reason = message.replace(STEP_PREFIX, "$1");
-  if (outerAction !== undefined && reason.startsWith(`${outerAction}: `)) return reason.slice(outerAction.length + 2);
+  let reason = message.replace(STEP_PREFIX, "$1");
+  while (outerAction !== undefined && reason.startsWith(`${outerAction}: `)) reason = reason.slice(outerAction.length + 2);
   return reason;
 }

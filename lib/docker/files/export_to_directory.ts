@@ -9,7 +9,7 @@ import { basename, dirname, isAbsolute, join } from "node:path";
 import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
 import { parseSandboxRelativePath } from "../../sandbox/paths.ts";
 import type { SandboxExportEntry, SandboxTransferReceipt } from "../../sandbox/transfer.ts";
-import { denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
+import { denialOfDirectory, denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
 
 const ACTION = "export to directory";
 
@@ -133,15 +133,19 @@ async function makeTemporary(temporary: string, hostPath: string): Promise<void>
     await mkdir(temporary, { mode: 0o700 });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw denied(error);
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw denied(error, hostPath);
     throw parentError(hostPath, error);
   }
 }
 
-/** A Deno permission denial as a configuration error naming the flag; anything else unchanged. */
-function denied(error: unknown): unknown {
+/**
+ * A Deno permission denial as a configuration error naming the flag (for the parent of
+ * `hostPath`, where the temporary sibling is made); anything else unchanged.
+ */
+function denied(error: unknown, hostPath: string): unknown {
   const denial = denoPermissionDenial(error);
-  return denial ? new SandboxConfigurationError(`Cannot ${ACTION}: ${denialReason(denial)}`, { cause: error }) : error;
+  if (!denial) return error;
+  return new SandboxConfigurationError(`Cannot ${ACTION}: ${denialReason(denialOfDirectory(denial, dirname(hostPath)))}`, { cause: error });
 }
 
 function parentError(hostPath: string, cause: unknown): SandboxConfigurationError {
@@ -155,7 +159,7 @@ async function assertAbsent(path: string): Promise<void> {
     const code = (error as { code?: unknown }).code;
     if (code === "ENOENT") return;
     if (code === "ENOTDIR") throw parentError(path, error);
-    throw denied(error);
+    throw denied(error, path);
   }
   throw new SandboxConflictError(`Cannot ${ACTION}: '${path}' already exists`);
 }
