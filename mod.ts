@@ -12,6 +12,7 @@
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a Docker Engine and a local image ID
  * import { createDockerSandboxBackend } from "@agentcell/docker";
  *
  * const backend = createDockerSandboxBackend({

@@ -219,6 +219,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
    *
    * @example
    * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
    * const bytes = new TextEncoder().encode("print('hi')\n");
    * const receipt = await sandbox.importTree([
    *   { path: "src", type: "directory", mode: 0o755, size: 0 },
@@ -286,6 +287,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
    *
    * @example
    * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
    * await sandbox.stop();
    * const entries = await sandbox.exportTree({ kind: "subtree", path: "work/artifacts" });
    * for await (const entry of entries) {

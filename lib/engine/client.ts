@@ -91,6 +91,7 @@ export interface DockerEngineStreamOptions extends Omit<EngineExchangeOptions, "
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a Docker Engine
  * import { DockerEngine } from "./client.ts";
  * const engine = new DockerEngine("unix:///run/agentcell-test-engine/docker.sock");
  * const info = await engine.info();

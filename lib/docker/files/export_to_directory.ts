@@ -82,6 +82,7 @@ interface Placed {
  *
  * @example Export the artifacts of a stopped sandbox
  * ```ts ignore
+ * // ignore: needs a stopped sandbox (`sandbox` from `reservation.start()`)
  * import { exportToDirectory } from "@agentcell/docker";
  *
  * await sandbox.stop();

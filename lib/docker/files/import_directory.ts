@@ -61,6 +61,7 @@ interface HostStat {
  *
  * @example Import a project directory
  * ```ts ignore
+ * // ignore: needs a running sandbox (`sandbox` from `reservation.start()`)
  * import { importDirectory } from "@agentcell/docker";
  *
  * const receipt = await sandbox.importTree(importDirectory("/home/me/project"), {
