@@ -3,7 +3,7 @@
 // ({ name, code, message }) on stdout.
 import process from "node:process";
 import { backendOn, policy } from "./_start_engine.ts";
-import { exportToDirectory, importDirectory } from "../../../mod.ts";
+import { createFileRecoveryStore, exportToDirectory, importDirectory } from "../../../mod.ts";
 
 const [operation, first, second] = process.argv.slice(2);
 
@@ -13,6 +13,8 @@ async function run(): Promise<unknown> {
     await backendOn(first, second).reserve({ policy }, { record: () => Promise.resolve() }).start();
   } else if (operation === "import") {
     for await (const _ of importDirectory(first)) { /* the walk is what is denied */ }
+  } else if (operation === "store") {
+    await createFileRecoveryStore(first);
   } else if (operation === "export") {
     await exportToDirectory(new ReadableStream({ start: (controller) => controller.close() }), first);
   } else {

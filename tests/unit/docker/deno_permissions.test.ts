@@ -76,12 +76,14 @@ test("DockerSandboxReservation.start under Deno names each missing --allow flag 
   });
 });
 
-test("importDirectory and exportToDirectory under Deno name the missing --allow-read / --allow-write flag", async () => {
+test("importDirectory, exportToDirectory and createFileRecoveryStore under Deno name the missing --allow-read / --allow-write flag", async () => {
   await withDirectory(async (directory) => {
     const source = join(directory, "project");
     await mkdir(source);
     assertDenied(await runChild([], ["import", source]), "import directory", "read", source);
     const target = join(directory, "out");
     assertDenied(await runChild([`--allow-read=${directory}`], ["export", target]), "export to directory", "write", directory);
+    const records = join(directory, "records");
+    assertDenied(await runChild([`--allow-read=${directory}`], ["store", records]), "open the recovery store", "write", records);
   });
 });
