@@ -12,6 +12,7 @@
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a Docker Engine and a local image ID
  * import { createDockerSandboxBackend } from "@agentcell/docker";
  *
  * const backend = createDockerSandboxBackend({
@@ -83,6 +84,7 @@ export {
   type DockerEngineRequestOptions,
   type DockerEngineStreamOptions,
 } from "./lib/engine/client.ts";
+export type { DockerEngineFetchBody, DockerEngineFetchInit } from "./lib/engine/fetch.ts";
 export { DockerEngineError, type DockerEngineErrorCode, type DockerEngineErrorOptions } from "./lib/engine/errors.ts";
 export { MAX_SOCKET_PATH_BYTES, parseEngineEndpoint } from "./lib/engine/endpoint.ts";
 export { MAX_API_VERSION, MIN_API_VERSION, negotiateApiVersion } from "./lib/engine/api_version.ts";

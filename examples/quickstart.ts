@@ -24,6 +24,7 @@ import process from "node:process";
 import {
   createDockerSandboxBackend,
   DockerEngine,
+  type DockerSandbox,
   exportToDirectory,
   importDirectory,
   type SandboxRecoveryRecord,
@@ -31,34 +32,42 @@ import {
 
 const endpoint = process.env.AGENTCELL_ENGINE ?? "unix:///run/agentcell-test-engine/docker.sock";
 const imageDigest = process.env.AGENTCELL_IMAGE ?? "";
+if (imageDigest === "") {
+  console.error("Cannot run the quick start: set AGENTCELL_IMAGE to a local image ID (sha256:…); examples/prepare-image.ts makes one");
+  process.exit(2);
+}
+
+// Everything this program makes on the host lives in `scratch`, removed however it ends.
 const scratch = await realpath(await mkdtemp(join(tmpdir(), "agentcell-quickstart-")));
-const spillDirectory = join(scratch, "spill");
-await mkdir(spillDirectory);
-
-// A small project on the host to hand to the agent.
-const project = join(scratch, "project");
-await mkdir(join(project, "notes"), { recursive: true });
-await writeFile(join(project, "README.md"), "# demo project\n");
-await writeFile(join(project, "notes/todo.txt"), "write the report\nship it\n");
-
-const backend = createDockerSandboxBackend({
-  profile: "linux-x64-cgroupfs", // Linux x64, cgroupfs driver (cgroup v1 or v2), no LSM required
-  endpoint,
-  namespace: "quickstart",
-  spillDirectory,
-  imageDigest,
-  user: { uid: 65534, gid: 65534 },
-});
-
-// The recovery port persists each record before the resource effect it announces.
 const records: SandboxRecoveryRecord[] = [];
-const reservation = backend.reserve(
-  { policy: { resources: { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 }, network: "isolated" } },
-  { record: (record) => Promise.resolve(void records.push(record)) },
-);
-
-const sandbox = await reservation.start();
+let sandbox: DockerSandbox | undefined;
 try {
+  const spillDirectory = join(scratch, "spill");
+  await mkdir(spillDirectory);
+
+  // A small project on the host to hand to the agent.
+  const project = join(scratch, "project");
+  await mkdir(join(project, "notes"), { recursive: true });
+  await writeFile(join(project, "README.md"), "# demo project\n");
+  await writeFile(join(project, "notes/todo.txt"), "write the report\nship it\n");
+
+  const backend = createDockerSandboxBackend({
+    profile: "linux-x64-cgroupfs", // Linux x64, cgroupfs driver (cgroup v1 or v2), no LSM required
+    endpoint,
+    namespace: "quickstart",
+    spillDirectory,
+    imageDigest,
+    user: { uid: 65534, gid: 65534 },
+  });
+
+  // The recovery port persists each record before the resource effect it announces.
+  const reservation = backend.reserve(
+    { policy: { resources: { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 }, network: "isolated" } },
+    { record: (record) => Promise.resolve(void records.push(record)) },
+  );
+
+  sandbox = await reservation.start();
+
   // Files go in before the process is reserved; they belong to the sandbox user.
   const imported = await sandbox.importTree(importDirectory(project), {
     quota: { bytes: 1024 * 1024, files: 100 },
@@ -107,10 +116,16 @@ try {
   await exportToDirectory(await sandbox.exportTree({ kind: "subtree", path: "work/artifacts" }), target, { base: "work/artifacts" });
   console.log(`--- written to the host: ${(await readdir(target)).sort().join(", ")}`);
   console.log((await readFile(join(target, "report.txt"), "utf8")).trim());
+} catch (error) {
+  // A typed error names the field and the fix: print it without a stack trace.
+  const code = (error as { code?: unknown }).code;
+  console.error(`${(error as Error).name}${code ? ` [${code}]` : ""}: ${(error as Error).message}`);
+  process.exitCode = 1;
 } finally {
-  await sandbox.destroy();
+  await sandbox?.destroy();
   await rm(scratch, { recursive: true, force: true });
 }
+if (!sandbox || process.exitCode) process.exit();
 
 // Zero leftovers, checked by exact identity.
 const engine = new DockerEngine(endpoint);

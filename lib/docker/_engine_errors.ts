@@ -1,24 +1,49 @@
 import { DockerEngineError } from "../engine/errors.ts";
 import { DockerEngineTransportError } from "../engine/http/errors.ts";
-import { SandboxAbortedError, SandboxDeadlineError, SandboxEngineError, SandboxError } from "../sandbox/errors.ts";
+import {
+  SandboxAbortedError,
+  SandboxConfigurationError,
+  SandboxDeadlineError,
+  SandboxEngineError,
+  SandboxError,
+} from "../sandbox/errors.ts";
+import { denialReason, denoPermissionDenial } from "../sandbox/_deno_permission.ts";
+import { reasonOf } from "../sandbox/_reason.ts";
+
+/** What a failed connect's system error code means for the caller, and what to do. */
+const CONNECT_ADVICE: Readonly<Record<string, string>> = {
+  ENOENT: "no socket exists at that path: check config.endpoint and that the Docker daemon runs",
+  ECONNREFUSED: "nothing listens on that socket: check config.endpoint and that the Docker daemon runs",
+  ENOTSOCK: "that path is not a socket: check config.endpoint",
+  EACCES: "this user may not open that socket: run as a user the socket admits (its owner or group)",
+};
 
 /**
  * Present any failure of an Engine call as a {@linkcode SandboxError}: sandbox errors pass
- * through; Engine status errors and transport faults become {@linkcode SandboxEngineError}
- * (transport `deadline` → {@linkcode SandboxDeadlineError}, `aborted` →
- * {@linkcode SandboxAbortedError}), keeping the original as `cause`.
+ * through; a Deno permission denial anywhere in the cause chain becomes
+ * {@linkcode SandboxConfigurationError} naming the `--allow-*` flag; Engine status errors and
+ * transport faults become {@linkcode SandboxEngineError} (transport `deadline` →
+ * {@linkcode SandboxDeadlineError}, `aborted` → {@linkcode SandboxAbortedError}), keeping the
+ * original as `cause`. The inner message is wrapped as a reason ("Cannot start process:
+ * create exec: …"), never as a second "Cannot …"; a socket that cannot be connected to says
+ * to check `config.endpoint`.
  */
 export function asSandboxError(error: unknown, action: string): SandboxError {
   if (error instanceof SandboxError) return error;
+  const denial = denoPermissionDenial(error);
+  if (denial) return new SandboxConfigurationError(`Cannot ${action}: ${denialReason(denial)}`, { cause: error });
+  const reason = reasonOf(error, action);
   if (error instanceof DockerEngineTransportError) {
     if (error.code === "deadline") return new SandboxDeadlineError(`Cannot ${action}: the Engine did not answer in time`, { cause: error });
     if (error.code === "aborted") return new SandboxAbortedError(`Cannot ${action}: aborted`, { cause: error });
-    return new SandboxEngineError(`Cannot ${action}: ${error.message}`, { cause: error });
+    const systemCode = (error.cause as { code?: unknown } | undefined)?.code;
+    const advice = error.code === "connection" && typeof systemCode === "string" ? CONNECT_ADVICE[systemCode] : undefined;
+    return new SandboxEngineError(`Cannot ${action}: ${reason}${advice ? `; ${advice}` : ""}`, { cause: error });
   }
   if (error instanceof DockerEngineError) {
-    return new SandboxEngineError(`Cannot ${action}: ${error.message}`, { cause: error, status: error.status });
+    return new SandboxEngineError(`Cannot ${action}: ${reason}`, { cause: error, status: error.status });
   }
-  return new SandboxEngineError(`Cannot ${action}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  return new SandboxEngineError(`Cannot ${action}: ${reason}`, { cause: error });
 }
 
 /** Whether `error` is the Engine's `404 Not Found`. */

@@ -6,7 +6,7 @@
  */
 import { SandboxUnsupportedError } from "../sandbox/errors.ts";
 import type { EngineInfo, EngineVersion } from "../engine/system.ts";
-import type { DockerSandboxProfileRow } from "./profiles.ts";
+import { DOCKER_SANDBOX_PROFILES, type DockerSandboxProfileRow } from "./profiles.ts";
 
 /** What admission learned about the daemon, used later for workload readback. */
 export interface DaemonAdmission {
@@ -75,15 +75,24 @@ export function unmetDaemonRequirements(profile: DockerSandboxProfileRow, versio
 }
 
 /**
- * Admit a daemon for `profile` or throw one error listing every unmet requirement.
+ * Admit a daemon for `profile` or throw one error listing every unmet requirement. When
+ * another profile of the table admits this daemon, the message names it as the fix (a
+ * cgroupfs or cgroup v1 daemon refused by the default `linux-x64`: "set config.profile to
+ * \"linux-x64-cgroupfs\"").
  *
  * @throws {SandboxUnsupportedError} when any requirement is unmet; the message lists all
  */
 export function admitDaemon(profile: DockerSandboxProfileRow, version: EngineVersion, info: EngineInfo): DaemonAdmission {
   const unmet = unmetDaemonRequirements(profile, version, info);
   if (unmet.length > 0) {
+    const fitting = Object.values(DOCKER_SANDBOX_PROFILES).filter((row) =>
+      row.name !== profile.name && unmetDaemonRequirements(row, version, info).length === 0
+    );
+    const fix = fitting.length === 0
+      ? ""
+      : `; profile ${fitting.map((row) => row.name).join(" or ")} admits this daemon: set config.profile to ${JSON.stringify(fitting[0].name)}`;
     throw new SandboxUnsupportedError(
-      `Cannot admit the Docker daemon for profile ${profile.name}: it needs ${unmet.join("; ")}`,
+      `Cannot admit the Docker daemon for profile ${profile.name}: it needs ${unmet.join("; ")}${fix}`,
     );
   }
   const appArmor = securityOptions(info).has("apparmor");

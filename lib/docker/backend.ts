@@ -79,6 +79,7 @@ export interface DockerSandboxReservation extends SandboxReservation {
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a Docker Engine and a local image ID
  * import { createDockerSandboxBackend } from "@agentcell/docker";
  *
  * const backend = createDockerSandboxBackend({

@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { parseConfiguration } from "../sandbox/_zod_issues.ts";
 import { SandboxConfigurationError } from "../sandbox/errors.ts";
-import { parseEngineEndpoint } from "../engine/endpoint.ts";
+import { endpointDefect } from "../engine/endpoint.ts";
 import { DOCKER_SANDBOX_PROFILES, type DockerSandboxProfile, type DockerSandboxProfileRow } from "./profiles.ts";
 
 /** Highest UID/GID admitted: the tar ownership range this backend writes (1 … 262,143). */
@@ -52,17 +52,22 @@ export interface DockerSandboxBackendSettings {
   readonly user: { readonly uid: number; readonly gid: number };
 }
 
-const guestId = z.number().int().min(1).max(MAX_GUEST_ID);
+const guestId = z.number().int({ error: `must be an integer from 1 to ${MAX_GUEST_ID}` })
+  .min(1, { error: `must be a non-root ID from 1 to ${MAX_GUEST_ID} (0 is root): use an unprivileged ID such as 65534` })
+  .max(MAX_GUEST_ID, { error: `must be at most ${MAX_GUEST_ID} (the ownership range the backend writes into archives)` });
 
 const configSchema = z.strictObject({
-  profile: z.enum(Object.keys(DOCKER_SANDBOX_PROFILES) as [DockerSandboxProfile, ...DockerSandboxProfile[]]).optional(),
+  profile: z.enum(Object.keys(DOCKER_SANDBOX_PROFILES) as [DockerSandboxProfile, ...DockerSandboxProfile[]], {
+    error: `must be one of ${Object.keys(DOCKER_SANDBOX_PROFILES).map((name) => JSON.stringify(name)).join(", ")} (see the README's Profiles)`,
+  }).optional(),
   endpoint: z.string().max(4096),
   namespace: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/u, {
     error: "must be 1-32 characters of a-z, 0-9 and '-', starting with a letter or digit",
   }),
   spillDirectory: z.string().max(4096),
   imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u, {
-    error: "must be sha256: followed by 64 lowercase hexadecimal digits",
+    error:
+      "must be sha256: followed by 64 lowercase hexadecimal digits, the exact ID of a local image (names and tags are not accepted; list IDs with docker image ls --no-trunc)",
   }),
   user: z.strictObject({ uid: guestId, gid: guestId }),
 });
@@ -93,11 +98,8 @@ export function canonicalPathDefect(path: string): string | undefined {
 export function normalizeBackendConfig(config: DockerSandboxBackendConfig): DockerSandboxBackendSettings {
   const action = "create Docker sandbox backend";
   const parsed = parseConfiguration(configSchema, config, action, "config");
-  try {
-    parseEngineEndpoint(parsed.endpoint);
-  } catch (cause) {
-    throw new SandboxConfigurationError(`Cannot ${action}: config.endpoint ${(cause as Error).message.replace(/^Cannot use Engine endpoint: /u, "")}`, { cause });
-  }
+  const endpointProblem = endpointDefect(parsed.endpoint);
+  if (endpointProblem) throw new SandboxConfigurationError(`Cannot ${action}: config.endpoint ${endpointProblem}`);
   const defect = canonicalPathDefect(parsed.spillDirectory);
   if (defect) throw new SandboxConfigurationError(`Cannot ${action}: config.spillDirectory ${defect}`);
   return Object.freeze({

@@ -9,6 +9,13 @@ import { SandboxUnsupportedError } from "../sandbox/errors.ts";
 import type { ImageInspect } from "../engine/images.ts";
 import type { DockerSandboxProfileRow } from "./profiles.ts";
 
+/** How to list local image IDs, for messages. */
+const LIST_IMAGES = "list them with: docker image ls --no-trunc --format '{{.ID}} {{.Repository}}:{{.Tag}}'";
+/** Where an admissible image comes from, for messages. */
+const PREPARE = "or make one from a local image with examples/prepare-image.ts of the @agentcell/docker repository";
+/** The fix for extra image metadata, for messages. */
+const FLATTEN = "flatten the image with examples/prepare-image.ts of the @agentcell/docker repository (it keeps only the fixed Env and no volumes)";
+
 /**
  * Admit an inspected image for a profile.
  *
@@ -23,23 +30,27 @@ export function admitImage(imageDigest: string, image: ImageInspect | undefined,
   const fail = (reason: string): never => {
     throw new SandboxUnsupportedError(`Cannot admit image ${imageDigest}: ${reason}`);
   };
-  if (!image) return fail("no such local image (the backend never pulls or builds)");
+  if (!image) {
+    return fail(
+      `no such local image (the backend never pulls or builds): set config.imageDigest to the ID of a local image (${LIST_IMAGES}) ${PREPARE}`,
+    );
+  }
   if (image.Id !== imageDigest) fail(`the Engine resolved it to ${image.Id}`);
   if (image.Os !== "linux") fail(`it is a ${image.Os} image, not linux`);
   if (image.Architecture !== profile.image.architecture) {
     fail(`its architecture is ${image.Architecture}, profile ${profile.name} needs ${profile.image.architecture}`);
   }
   const volumes = Object.keys(image.Config?.Volumes ?? {});
-  if (volumes.length > 0) fail(`it declares volumes (${volumes.join(", ")}); prepare an image without them`);
+  if (volumes.length > 0) fail(`it declares volumes (${volumes.join(", ")}): ${FLATTEN}`);
   for (const entry of image.Config?.Env ?? []) {
     const at = entry.indexOf("=");
     const name = at < 0 ? entry : entry.slice(0, at);
     const value = at < 0 ? undefined : entry.slice(at + 1);
     if (!Object.hasOwn(FIXED_GUEST_ENV, name)) {
-      fail(`its environment declares ${name}; only HOME, TMPDIR and PATH with the fixed values are admitted`);
+      fail(`its environment declares ${name}; only HOME, TMPDIR and PATH with the fixed values are admitted: ${FLATTEN}`);
     }
     if (value !== FIXED_GUEST_ENV[name as keyof typeof FIXED_GUEST_ENV]) {
-      fail(`its environment sets ${name}=${value ?? ""}, the fixed value is ${FIXED_GUEST_ENV[name as keyof typeof FIXED_GUEST_ENV]}`);
+      fail(`its environment sets ${name}=${value ?? ""}, the fixed value is ${FIXED_GUEST_ENV[name as keyof typeof FIXED_GUEST_ENV]}: ${FLATTEN}`);
     }
   }
 }

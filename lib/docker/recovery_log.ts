@@ -10,6 +10,7 @@ import { SandboxAbortedError, SandboxDeadlineError, SandboxStateError } from "..
 import { raceDeadline } from "../streams/deadline.ts";
 import type { SandboxResourceRole } from "./names.ts";
 import type { DockerSandboxRecoveryRecord, RecoveryResource, RecoveryResourceState } from "./recovery_record.ts";
+import { reasonOf } from "../sandbox/_reason.ts";
 
 /** Keeps the latest record and persists every change before the effect it announces. */
 export class RecoveryLog {
@@ -47,8 +48,7 @@ export class RecoveryLog {
     const record = this.#record;
     await raceDeadline(
       Promise.resolve().then(() => this.#port.record(record)).catch((cause) => {
-        const reason = cause instanceof Error ? cause.message : String(cause);
-        throw new SandboxAbortedError(`Cannot persist the recovery record: the recovery port failed: ${reason}`, { cause });
+        throw new SandboxAbortedError(`Cannot persist the recovery record: the recovery port failed: ${reasonOf(cause)}`, { cause });
       }),
       {
         timeoutMs,

@@ -14,6 +14,7 @@ import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "../sandbox/backend.ts";
 import { SandboxConfigurationError } from "../sandbox/errors.ts";
+import { denialOfDirectory, denialReason, denoPermissionDenial } from "../sandbox/_deno_permission.ts";
 import { canonicalPathDefect } from "./config.ts";
 import { MAX_RECOVERY_RECORD_BYTES } from "./recovery_record.ts";
 
@@ -97,6 +98,7 @@ async function syncDirectory(directory: string): Promise<void> {
  *
  * @example
  * ```ts ignore
+ * // ignore: writes a record directory under /var/lib and needs a backend on a Docker Engine
  * import { createFileRecoveryStore } from "@agentcell/docker";
  *
  * const store = await createFileRecoveryStore("/var/lib/my-app/sandbox-records");
@@ -109,7 +111,14 @@ export async function createFileRecoveryStore(directory: string): Promise<FileRe
   if (defect !== undefined) {
     throw new SandboxConfigurationError(`Cannot open the recovery store: directory ${defect}`);
   }
-  await mkdir(directory, { recursive: true, mode: 0o700 });
+  // A Deno permission denial names the flag for the whole directory (records get names of
+  // their own in it); any other failure is the file system's own.
+  const denied = (action: string) => (error: unknown): never => {
+    const denial = denoPermissionDenial(error);
+    if (!denial) throw error;
+    throw new SandboxConfigurationError(`Cannot ${action}: ${denialReason(denialOfDirectory(denial, directory))}`, { cause: error });
+  };
+  await mkdir(directory, { recursive: true, mode: 0o700 }).catch(denied("open the recovery store"));
   return Object.freeze({
     directory,
     async record(record: SandboxRecoveryRecord): Promise<void> {
@@ -121,7 +130,7 @@ export async function createFileRecoveryStore(directory: string): Promise<FileRe
         );
       }
       const temporary = join(directory, `.${id}.${crypto.randomUUID()}.tmp`);
-      const handle = await open(temporary, "wx", 0o600);
+      const handle = await open(temporary, "wx", 0o600).catch(denied("store the recovery record"));
       try {
         await handle.writeFile(bytes);
         await handle.sync();
@@ -136,7 +145,7 @@ export async function createFileRecoveryStore(directory: string): Promise<FileRe
     },
     async list(): Promise<StoredRecoveryRecord[]> {
       const out: StoredRecoveryRecord[] = [];
-      for (const name of (await readdir(directory)).sort()) {
+      for (const name of (await readdir(directory).catch(denied("list the recovery records"))).sort()) {
         const match = FILE.exec(name);
         if (!match) continue;
         const file = join(directory, name);

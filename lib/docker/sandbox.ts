@@ -178,7 +178,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
     if (this.#state !== "running") {
       throw this.#stopCause ?? new SandboxStoppedError("Cannot reserve process: the sandbox is stopped");
     }
-    if (this.#processTaken) throw new SandboxStateError("Cannot reserve process: this sandbox already reserved its one process");
+    if (this.#processTaken) throw new SandboxStateError("Cannot reserve process: this sandbox already reserved its one process; run several commands from that one process (say /bin/sh -c \"a; b\") or start another sandbox for another process");
     if (this.#importing) throw new SandboxStateError("Cannot reserve process: an import is still running");
     this.#processTaken = true;
     return new DockerProcessReservation(normalized, this.#host());
@@ -219,6 +219,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
    *
    * @example
    * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
    * const bytes = new TextEncoder().encode("print('hi')\n");
    * const receipt = await sandbox.importTree([
    *   { path: "src", type: "directory", mode: 0o755, size: 0 },
@@ -286,6 +287,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
    *
    * @example
    * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
    * await sandbox.stop();
    * const entries = await sandbox.exportTree({ kind: "subtree", path: "work/artifacts" });
    * for await (const entry of entries) {

@@ -1,13 +1,15 @@
 /**
  * The Docker Engine client: an explicit `unix:///` endpoint, API version negotiation,
- * bounded JSON requests validated with zod, streaming requests with byte counts, and
- * connection upgrades (exec attach).
+ * bounded JSON requests validated with zod, streaming requests with byte counts, a
+ * fetch-shaped door to any endpoint (`fetch` → a standard `Response`), and connection
+ * upgrades (exec attach).
  *
  * @module
  */
 import { negotiateApiVersion } from "./api_version.ts";
 import { parseEngineEndpoint } from "./endpoint.ts";
 import { codeForStatus, DockerEngineError } from "./errors.ts";
+import { type DockerEngineFetchInit, fetchPlan, fetchResponse } from "./fetch.ts";
 import { exchange, requestBuffered, upgrade } from "./http/mod.ts";
 import type { EngineExchangeOptions, EngineResponse, EngineUpgrade } from "./http/mod.ts";
 import { type EngineInfo, engineInfoSchema, type EngineVersion, engineVersionSchema } from "./system.ts";
@@ -89,6 +91,7 @@ export interface DockerEngineStreamOptions extends Omit<EngineExchangeOptions, "
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a Docker Engine
  * import { DockerEngine } from "./client.ts";
  * const engine = new DockerEngine("unix:///run/agentcell-test-engine/docker.sock");
  * const info = await engine.info();
@@ -191,6 +194,67 @@ export class DockerEngine {
    */
   async stream(method: DockerEngineMethod, path: string, options: DockerEngineStreamOptions = {}): Promise<EngineResponse> {
     return await exchange(await this.#exchangeOptions(method, path, options));
+  }
+
+  /**
+   * Any Engine endpoint as `fetch` would call it, answered with a standard `Response`.
+   *
+   * The path goes under the negotiated API version (`/containers/json` →
+   * `/v1.52/containers/json`) unless it names one (`/v1.47/…`). `input` is a path with an
+   * optional query, an `http:` URL (host ignored: the request always goes to this client's
+   * socket) or a `Request`. The exchange is the same bounded one as every request's: a head
+   * of at most 16 KiB, body pieces of at most `chunkBytes` pulled with backpressure, the
+   * connect, header and whole deadlines of `init`, `init.signal` honoured at every stage
+   * (the body stream included), `Connection: close`. The body is a `ReadableStream` to read
+   * to the end or cancel (cancelling closes the connection).
+   *
+   * As with `fetch`, an HTTP error status is an ordinary `Response` (check `ok` or
+   * `status`), never a rejection. Unlike `fetch`, transport faults reject with
+   * {@linkcode DockerEngineTransportError} (not `TypeError`), and so does reading a body
+   * that breaks (`invalid_response`, `response_limit`, `deadline`, `aborted`, `connection`).
+   * `101` upgrades are refused (`invalid_response`): use {@linkcode DockerEngine.upgrade}.
+   *
+   * @param input `/containers/json?all=true`, `new URL("http://docker/info")` or a `Request`
+   * @param init method, headers, body (bytes or a stream), signal and bounds; see
+   *   {@linkcode DockerEngineFetchInit}
+   * @returns the Engine's answer; `url` is `""`
+   * @throws {TypeError} for an input that is not a path or `http:` URL, an unknown method, a
+   *   body not accepted, a body with `GET`/`HEAD`/`DELETE`, or a header the client sets itself
+   * @throws {DockerEngineError} `unsupported_api_version` when negotiation refuses the daemon
+   * @throws {DockerEngineTransportError} on transport faults before the head arrived
+   *
+   * @example List containers
+   * ```ts ignore
+   * // ignore: needs a running Docker Engine
+   * import { DockerEngine } from "@agentcell/docker";
+   *
+   * const engine = new DockerEngine("unix:///var/run/docker.sock");
+   * const response = await engine.fetch("/containers/json?all=true", { signal: AbortSignal.timeout(10_000) });
+   * if (!response.ok) throw new Error(`the Engine answered ${response.status}: ${await response.text()}`);
+   * for (const container of await response.json()) console.log(container.Id, container.State);
+   * ```
+   */
+  async fetch(input: string | URL | Request, init: DockerEngineFetchInit = {}): Promise<Response> {
+    const plan = await fetchPlan(input, init);
+    try {
+      const version = plan.versioned ? undefined : await this.apiVersion({ signal: plan.signal });
+      const answer = await exchange({
+        ...plan.bounds,
+        socketPath: this.socketPath,
+        method: plan.method,
+        target: version === undefined ? plan.pathAndQuery : `/v${version}${plan.pathAndQuery}`,
+        headers: plan.headers,
+        body: plan.body,
+        contentType: plan.contentType,
+        signal: plan.signal,
+      });
+      return await fetchResponse(answer, plan.method);
+    } catch (error) {
+      // A stream body that was never handed to the exchange (negotiation failed, an option
+      // was refused) is released here; the exchange cancels one it took.
+      if (plan.body instanceof ReadableStream && !plan.body.locked) await plan.body.cancel(error).catch(() => {});
+      throw error;
+    }
   }
 
   /**

@@ -1,6 +1,7 @@
 // K-way merge of sorted path runs, checking duplicates and file ancestors on the way.
 import { readError } from "./_fail.ts";
 import type { PathRecord, RecordSource } from "./_spill_run.ts";
+import { quotePath } from "./quote_path.ts";
 
 /** The archive path of a sort key. */
 export function pathOfKey(key: string): string {
@@ -37,7 +38,7 @@ export class SortedChecker {
       throw readError("path_conflict", "path is both a file and a directory", options);
     }
     if (previous.type === "file" && record.key.startsWith(previous.key + "\0")) {
-      throw readError("path_conflict", `path '${pathOfKey(previous.key)}' is a file and a directory`, options);
+      throw readError("path_conflict", `path ${quotePath(pathOfKey(previous.key))} is a file and a directory`, options);
     }
   }
 }

@@ -9,6 +9,7 @@ import { arraySource, compareRecords, keyOfPath, mergeSources, SortedChecker } f
 import { utf8Length } from "./_path.ts";
 import { type PathRecord, type RecordSource, RunReader, writeRecords } from "./_spill_run.ts";
 import { TarError } from "./error.ts";
+import { quotePath } from "./quote_path.ts";
 
 /** Bounds of a path set; see `ReadTarOptions` for the documented meaning. */
 export interface PathSetOptions {
@@ -78,7 +79,7 @@ export class PathSet {
         this.#count++;
         this.#bytes += utf8Length(segments[i]);
       } else if (child.type === "file") {
-        throw readError("path_conflict", `ancestor '${segments.slice(0, i + 1).join("/")}' is a file`, at);
+        throw readError("path_conflict", `ancestor ${quotePath(segments.slice(0, i + 1).join("/"))} is a file`, at);
       }
       node = child;
     }
@@ -235,6 +236,7 @@ async function closeAll(sources: readonly RecordSource[]): Promise<void> {
 }
 
 function spillError(cause: unknown): TarError {
+  // A runtime's own message (a file-system error); our own errors never reach here.
   const reason = cause instanceof Error ? cause.message : String(cause);
   return readError("spill_io", `spill file failed: ${reason}`, { cause });
 }

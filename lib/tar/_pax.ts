@@ -1,5 +1,6 @@
 // Local PAX extended header records (POSIX.1-2001 pax "x" typeflag), parsed strictly.
 import { readError } from "./_fail.ts";
+import { quotePath } from "./quote_path.ts";
 
 /** Header values a PAX record block overrides for the entry that follows it. */
 export interface PaxOverrides {
@@ -58,7 +59,7 @@ export function parsePax(records: Uint8Array, offset: number): PaxOverrides {
     } catch {
       throw bad("PAX record is not valid UTF-8");
     }
-    if (seen.has(key)) throw bad(`PAX key '${key}' repeated`);
+    if (seen.has(key)) throw bad(`PAX key ${quotePath(key)} repeated`);
     seen.add(key);
     apply(result, key, value, offset);
     at = end;
@@ -70,8 +71,8 @@ export function parsePax(records: Uint8Array, offset: number): PaxOverrides {
 function apply(result: PaxOverrides, key: string, value: string, offset: number): void {
   if (key === "size") throw readError("pax_size_override", "PAX size record (sizes above 8 GiB − 1 are not supported)", { offset });
   if (!ALLOWED.has(key)) {
-    const shown = key.length > 64 ? `${key.slice(0, 64)}…` : key;
-    throw readError("pax_unsupported_key", `unsupported PAX key '${shown}'`, { offset });
+    const shown = key.length > 64 ? `${Array.from(key).slice(0, 64).join("")}…` : key;
+    throw readError("pax_unsupported_key", `unsupported PAX key ${quotePath(shown)}`, { offset });
   }
   const bad = (reason: string) => readError("pax_value", `PAX ${key} ${reason}`, { offset });
   if (value === "") throw bad("is empty");

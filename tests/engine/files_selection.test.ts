@@ -45,6 +45,14 @@ engineTest("DockerSandbox exportTree selects a subtree or one file with workspac
     await assert.rejects(sandbox.exportTree({ kind: "subtree", path: "work/missing/deeper" }), configuration(/ancestor 'work\/missing' does not exist/));
     await assert.rejects(sandbox.exportTree({ kind: "file", path: "work/other/nope" }), configuration(/selected path 'work\/other\/nope' does not exist/));
     await assert.rejects(sandbox.exportTree({ kind: "subtree", path: "work/../etc" }), configuration(/selection\.path must not contain a '\.\.' segment/));
+    // A path relative to the process's working directory where /workspace was meant.
+    await assert.rejects(
+      sandbox.exportTree({ kind: "subtree", path: "artifacts/logs" }),
+      configuration(
+        /^Cannot export files: ancestor 'artifacts' does not exist in the workspace; did you mean 'work\/artifacts\/logs'\? \(export paths are relative to \/workspace; the process works in \/workspace\/work\)$/,
+      ),
+    );
+    await assert.rejects(sandbox.exportTree({ kind: "file", path: "nothing-here" }), configuration(/^Cannot export files: the selected path 'nothing-here' does not exist in the workspace$/));
   });
 });
 

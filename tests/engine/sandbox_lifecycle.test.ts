@@ -126,6 +126,8 @@ engineTest("DockerSandbox daemon admission lists every unmet requirement of the 
       assert.match(error.message, /^Cannot admit the Docker daemon for profile linux-x64: it needs /);
       if (info.CgroupVersion !== "2") assert.match(error.message, /cgroup v2/);
       if (info.CgroupDriver !== "systemd") assert.match(error.message, /systemd cgroup driver/);
+      // The lane's engine is admitted by linux-x64-cgroupfs, so the message names that fix.
+      assert.match(error.message, /; profile linux-x64-cgroupfs admits this daemon: set config\.profile to "linux-x64-cgroupfs"$/);
       return true;
     });
     await assertNameAbsent(engine, "volumes", reservation.names.volume);
@@ -202,9 +204,9 @@ async function importImage(engine: DockerEngine, changes: string[]): Promise<str
 
 engineTest("DockerSandbox image admission rejects extra Env and declared volumes, naming them", async (engine) => {
   for (const [changes, reason] of [
-    [["ENV NODE_VERSION=26"], /declares NODE_VERSION/],
-    [["ENV HOME=/root"], /sets HOME=\/root/],
-    [["VOLUME /data"], /declares volumes \(\/data\)/],
+    [["ENV NODE_VERSION=26"], /declares NODE_VERSION; only HOME, TMPDIR and PATH with the fixed values are admitted: flatten the image with examples\/prepare-image\.ts/],
+    [["ENV HOME=/root"], /sets HOME=\/root, the fixed value is \/home\/sandbox: flatten the image with examples\/prepare-image\.ts/],
+    [["VOLUME /data"], /declares volumes \(\/data\): flatten the image with examples\/prepare-image\.ts/],
   ] as const) {
     const image = await importImage(engine, [...changes]);
     try {
@@ -225,7 +227,15 @@ engineTest("DockerSandbox image admission rejects extra Env and declared volumes
 engineTest("DockerSandbox rejects an image that does not exist locally", async (engine) => {
   await withBackend(async (backend) => {
     const reservation = backend.reserve({ policy: testPolicy }, recordingPort());
-    await assert.rejects(reservation.start(), (error) => error instanceof SandboxUnsupportedError && /no such local image/.test(error.message));
+    await assert.rejects(reservation.start(), (error) => {
+      assert.ok(error instanceof SandboxUnsupportedError);
+      assert.equal(
+        error.message,
+        `Cannot admit image sha256:${"ab".repeat(32)}: no such local image (the backend never pulls or builds): set config.imageDigest to the ID of a local image ` +
+          "(list them with: docker image ls --no-trunc --format '{{.ID}} {{.Repository}}:{{.Tag}}') or make one from a local image with examples/prepare-image.ts of the @agentcell/docker repository",
+      );
+      return true;
+    });
     await assertNameAbsent(engine, "volumes", reservation.names.volume);
   }, `sha256:${"ab".repeat(32)}`);
 });

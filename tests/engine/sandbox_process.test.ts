@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { SandboxConfigurationError, SandboxStateError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
+import { SandboxConfigurationError, SandboxEngineError, SandboxStateError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
 import { engineTest } from "./_engine.ts";
 import { text, withSandbox } from "./_sandbox.ts";
 
@@ -83,11 +83,31 @@ engineTest("DockerSandbox reserveProcess rejects a conflicting fixed variable an
     const reservation = sandbox.reserveProcess({ executable: "/bin/true", env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" } });
     assert.throws(
       () => sandbox.reserveProcess({ executable: "/bin/true" }),
-      (error) => error instanceof SandboxStateError && error.code === "invalid_state",
+      (error) =>
+        error instanceof SandboxStateError && error.code === "invalid_state" &&
+        error.message ===
+          'Cannot reserve process: this sandbox already reserved its one process; run several commands from that one process (say /bin/sh -c "a; b") or start another sandbox for another process',
     );
     const process = await reservation.start();
     await process.stdin.close();
     assert.deepEqual(await process.exit, { kind: "exited", code: 0 });
+  });
+});
+
+engineTest("DockerSandbox process start on a paused keeper wraps the Engine's 409 as one chain", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const keeper = sandbox.resources.keeperId;
+    await engine.request("POST", `/containers/${keeper}/pause`, { expect: [204] });
+    try {
+      await assert.rejects(sandbox.reserveProcess({ executable: "/bin/true" }).start(), (error) => {
+        assert.ok(error instanceof SandboxEngineError && error.code === "engine" && error.status === 409, String(error));
+        assert.match(error.message, /^Cannot start process: create exec: the Engine answered 409 \(.*paused.*\)$/);
+        assert.equal(error.message.match(/Cannot/g)?.length, 1, error.message);
+        return true;
+      });
+    } finally {
+      await engine.request("POST", `/containers/${keeper}/unpause`, { expect: [204] });
+    }
   });
 });
 

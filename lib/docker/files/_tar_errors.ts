@@ -24,6 +24,8 @@ import {
 } from "../../sandbox/errors.ts";
 import type { TarError, TarErrorCode } from "../../tar/error.ts";
 import { quotePath } from "../../tar/quote_path.ts";
+import { dirname } from "node:path";
+import { denialOfDirectory, denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
 
 const UNSUPPORTED_CONTENT: ReadonlySet<TarErrorCode> = new Set<TarErrorCode>([
   "unsupported_type",
@@ -56,7 +58,10 @@ export function exportTarError(error: TarError, action: string, where: string | 
     return new SandboxUnsupportedError(`Cannot ${action}: the selection holds ${what}${at}: ${reason}`, { cause: error });
   }
   if (HOST_FAILURE.has(error.code)) {
-    return new SandboxConfigurationError(`Cannot ${action}: the spill directory failed: ${reason}`, { cause: error });
+    // Spill files get names of their own inside the spill directory: grant the directory.
+    const denial = denoPermissionDenial(error);
+    const why = denial ? denialReason(denial.target ? denialOfDirectory(denial, dirname(denial.target)) : denial) : reason;
+    return new SandboxConfigurationError(`Cannot ${action}: the spill directory failed: ${why}`, { cause: error });
   }
   return new SandboxEngineError(`Cannot ${action}: the Engine's archive is not acceptable${at}: ${reason}`, { cause: error });
 }

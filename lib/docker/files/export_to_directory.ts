@@ -9,6 +9,7 @@ import { basename, dirname, isAbsolute, join } from "node:path";
 import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
 import { parseSandboxRelativePath } from "../../sandbox/paths.ts";
 import type { SandboxExportEntry, SandboxTransferReceipt } from "../../sandbox/transfer.ts";
+import { denialOfDirectory, denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
 
 const ACTION = "export to directory";
 
@@ -81,6 +82,7 @@ interface Placed {
  *
  * @example Export the artifacts of a stopped sandbox
  * ```ts ignore
+ * // ignore: needs a stopped sandbox (`sandbox` from `reservation.start()`)
  * import { exportToDirectory } from "@agentcell/docker";
  *
  * await sandbox.stop();
@@ -132,9 +134,19 @@ async function makeTemporary(temporary: string, hostPath: string): Promise<void>
     await mkdir(temporary, { mode: 0o700 });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw denied(error, hostPath);
     throw parentError(hostPath, error);
   }
+}
+
+/**
+ * A Deno permission denial as a configuration error naming the flag (for the parent of
+ * `hostPath`, where the temporary sibling is made); anything else unchanged.
+ */
+function denied(error: unknown, hostPath: string): unknown {
+  const denial = denoPermissionDenial(error);
+  if (!denial) return error;
+  return new SandboxConfigurationError(`Cannot ${ACTION}: ${denialReason(denialOfDirectory(denial, dirname(hostPath)))}`, { cause: error });
 }
 
 function parentError(hostPath: string, cause: unknown): SandboxConfigurationError {
@@ -148,7 +160,7 @@ async function assertAbsent(path: string): Promise<void> {
     const code = (error as { code?: unknown }).code;
     if (code === "ENOENT") return;
     if (code === "ENOTDIR") throw parentError(path, error);
-    throw error;
+    throw denied(error, path);
   }
   throw new SandboxConflictError(`Cannot ${ACTION}: '${path}' already exists`);
 }

@@ -29,6 +29,7 @@ import { asSandboxError } from "../_engine_errors.ts";
 import { type ContainerPathKind, containerPathKind, getContainerArchive, statContainerPath } from "./_container_archive.ts";
 import { exportTarError } from "./_tar_errors.ts";
 import type { TransferGuard } from "./_transfer_guard.ts";
+import { reasonOf } from "../../sandbox/_reason.ts";
 
 const ACTION = "export files";
 
@@ -132,17 +133,36 @@ async function checkSelection(host: ExportHost, kind: "file" | "subtree", path: 
     });
     guard.check();
     const role = selected ? "the selected path" : "ancestor";
-    if (stat === undefined) throw new SandboxConfigurationError(`Cannot ${ACTION}: ${role} '${prefix}' does not exist in the workspace`);
+    if (stat === undefined) {
+      const hint = await workHint(host, path, guard);
+      throw new SandboxConfigurationError(`Cannot ${ACTION}: ${role} ${quotePath(prefix)} does not exist in the workspace${hint}`);
+    }
     const found = containerPathKind(stat.mode);
     const wanted: ContainerPathKind = selected && kind === "file" ? "file" : "directory";
     if (found !== wanted) {
       const link = found === "symlink" ? ` to ${quotePath(stat.linkTarget)}` : "";
       const rule = found === "symlink" ? "; selections never follow links" : "";
       throw new SandboxConfigurationError(
-        `Cannot ${ACTION}: ${role} '${prefix}' is ${KIND_WORDS[found]}${link}, not ${KIND_WORDS[wanted]}${rule}`,
+        `Cannot ${ACTION}: ${role} ${quotePath(prefix)} is ${KIND_WORDS[found]}${link}, not ${KIND_WORDS[wanted]}${rule}`,
       );
     }
   }
+}
+
+/**
+ * For a selection outside `work/` that does not exist: "; did you mean 'work/<path>'?" when
+ * that path exists (export paths are relative to `/workspace`, import paths and the
+ * process's working directory to `/workspace/work`), else "".
+ */
+async function workHint(host: ExportHost, path: string, guard: TransferGuard): Promise<string> {
+  if (path === "work" || path.startsWith("work/")) return "";
+  const stat = await statContainerPath(host.engine, host.accessorId, `${WORKSPACE_PATH}/work/${path}`, {
+    timeoutMs: host.timeoutMs,
+    signal: guard.signal,
+  });
+  guard.check();
+  if (stat === undefined) return "";
+  return `; did you mean ${quotePath(`work/${path}`)}? (export paths are relative to /workspace; the process works in /workspace/work)`;
 }
 
 /** The workspace-relative path of an archive path, or `undefined` outside the selection. */
@@ -174,7 +194,7 @@ function exportError(error: unknown, target: Target): SandboxError {
     return exportTarError(error, ACTION, error.path === undefined ? undefined : rebase(target, error.path) ?? error.path);
   }
   if (error instanceof DockerEngineError || error instanceof DockerEngineTransportError) return asSandboxError(error, ACTION);
-  return new SandboxEngineError(`Cannot ${ACTION}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  return new SandboxEngineError(`Cannot ${ACTION}: ${reasonOf(error, ACTION)}`, { cause: error });
 }
 
 /**

@@ -10,6 +10,7 @@ import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/e
 import type { SandboxImportEntry } from "../../sandbox/transfer.ts";
 import { pathDefect } from "../../sandbox/_path_defects.ts";
 import { markPoolable, READ_BUFFER_BYTES, type ReadBufferPool } from "./_read_buffers.ts";
+import { denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
 
 const ACTION = "import directory";
 
@@ -60,6 +61,7 @@ interface HostStat {
  *
  * @example Import a project directory
  * ```ts ignore
+ * // ignore: needs a running sandbox (`sandbox` from `reservation.start()`)
  * import { importDirectory } from "@agentcell/docker";
  *
  * const receipt = await sandbox.importTree(importDirectory("/home/me/project"), {
@@ -93,7 +95,9 @@ async function* tree(root: string, bodies: boolean): AsyncGenerator<SandboxImpor
   try {
     top = await lstat(root) as HostStat;
   } catch (cause) {
-    throw new SandboxConfigurationError(`Cannot ${ACTION}: '${root}' cannot be read (${(cause as { code?: string }).code ?? "error"})`, { cause });
+    const denial = denoPermissionDenial(cause);
+    const reason = denial ? denialReason(denial) : `'${root}' cannot be read (${(cause as { code?: string }).code ?? "error"})`;
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: ${reason}`, { cause });
   }
   if (top.isSymbolicLink()) throw linkError(root);
   if (!top.isDirectory()) throw new SandboxConfigurationError(`Cannot ${ACTION}: '${root}' is not a directory`);

@@ -29,6 +29,7 @@ import { putContainerArchive } from "./_container_archive.ts";
 import { adoptPool, ReadBufferPool } from "./_read_buffers.ts";
 import { importTarError } from "./_tar_errors.ts";
 import { TransferGuard } from "./_transfer_guard.ts";
+import { reasonOf } from "../../sandbox/_reason.ts";
 
 const ACTION = "import files";
 
@@ -107,8 +108,7 @@ function importError(error: unknown): SandboxError {
   if (error instanceof SandboxError) return error;
   if (error instanceof TarError) return importTarError(error, ACTION);
   if (error instanceof DockerEngineError || error instanceof DockerEngineTransportError) return asSandboxError(error, ACTION);
-  const reason = error instanceof Error ? error.message : String(error);
-  return new SandboxAbortedError(`Cannot ${ACTION}: the source failed: ${reason}`, { cause: error });
+  return new SandboxAbortedError(`Cannot ${ACTION}: the source failed: ${reasonOf(error)}`, { cause: error });
 }
 
 function isIterable(value: unknown): value is AsyncIterable<unknown> | Iterable<unknown> {

@@ -319,7 +319,8 @@ export function demultiplex(
       if (unread(stdout) + unread(stderr) + take > limit) {
         fault(
           new SandboxOutputLimitError(
-            `${ACTION}: unread stdout and stderr would exceed ${limit} bytes`,
+            `${ACTION}: unread stdout and stderr would exceed ${limit} bytes (maxBufferedOutputBytes): ` +
+              "read both streams as the output arrives (Promise.all over stdout and stderr), or raise maxBufferedOutputBytes (up to 1 GiB)",
           ),
         );
         return false;

@@ -6,6 +6,7 @@
  */
 import type { SocketConnection } from "../socket/types.ts";
 import { DockerEngineTransportError } from "./errors.ts";
+import { reasonOf } from "../../sandbox/_reason.ts";
 
 /** Names of the deadlines an exchange runs. */
 export type DeadlineName = "connect" | "header" | "whole";
@@ -120,9 +121,7 @@ export class ExchangeGuard {
     return this.fail(
       error instanceof DockerEngineTransportError ? error : new DockerEngineTransportError(
         "connection",
-        `Cannot complete the Engine request: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
+        `Cannot complete the Engine request: ${reasonOf(error)}`,
         { cause: error },
       ),
     );

@@ -8,6 +8,7 @@ import { concatBytes } from "./_bytes.ts";
 import type { ExchangeGuard } from "./_guard.ts";
 import { DockerEngineTransportError } from "./errors.ts";
 import { MAX_CHUNK_BYTES } from "./limits.ts";
+import { reasonOf } from "../../sandbox/_reason.ts";
 
 const encoder = new TextEncoder();
 const CRLF = encoder.encode("\r\n");
@@ -174,9 +175,7 @@ export class RequestUpload {
           guard.fail(
             new DockerEngineTransportError(
               "aborted",
-              `Cannot send the request body: the body stream failed: ${
-                error instanceof Error ? error.message : String(error)
-              }`,
+              `Cannot send the request body: the body stream failed: ${reasonOf(error)}`,
               { cause: error },
             ),
           );
@@ -220,7 +219,7 @@ export class RequestUpload {
         guard.fail(
           new DockerEngineTransportError(
             "aborted",
-            `Cannot send the request body: onBodyChunkSent failed: ${error instanceof Error ? error.message : String(error)}`,
+            `Cannot send the request body: onBodyChunkSent failed: ${reasonOf(error)}`,
             { cause: error },
           ),
         );

@@ -169,6 +169,7 @@ export interface EngineResponse {
  *
  * @example List containers
  * ```ts ignore
+ * // ignore: needs a Docker Engine socket
  * import { exchange } from "./exchange.ts";
  *
  * const response = await exchange({

@@ -7,6 +7,7 @@
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a Docker Engine socket
  * import { requestBuffered } from "./mod.ts";
  *
  * const reply = await requestBuffered({

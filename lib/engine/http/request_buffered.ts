@@ -49,6 +49,7 @@ export interface EngineBufferedResponse {
  *
  * @example Ping the Engine
  * ```ts ignore
+ * // ignore: needs a Docker Engine socket
  * import { requestBuffered } from "./request_buffered.ts";
  *
  * const reply = await requestBuffered({

@@ -52,6 +52,7 @@ export interface EngineUpgrade extends SocketConnection {
  *
  * @example Start an exec attached to stdin, stdout and stderr
  * ```ts ignore
+ * // ignore: needs a Docker Engine socket and a created exec
  * import { upgrade } from "./upgrade.ts";
  *
  * const attach = await upgrade({

@@ -55,6 +55,7 @@ declare const Bun: {
  *
  * @example
  * ```ts ignore
+ * // ignore: runs on Bun only, and needs a listening socket
  * import { connectUnix } from "./bun.ts";
  *
  * const connection = await connectUnix("/var/run/docker.sock", { timeoutMs: 10_000 });

@@ -56,6 +56,7 @@ function loadAdapter(): Promise<UnixConnector> {
  *
  * @example Half-close, then read the answer
  * ```ts ignore
+ * // ignore: needs a listening socket
  * import { connectUnixSocket } from "./connect.ts";
  *
  * const connection = await connectUnixSocket("/var/run/docker.sock", { timeoutMs: 10_000 });

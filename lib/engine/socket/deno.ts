@@ -24,6 +24,7 @@ const READ_BYTES = 65_536;
  *
  * @example
  * ```ts ignore
+ * // ignore: runs on Deno only, and needs a listening socket
  * import { connectUnix } from "./deno.ts";
  *
  * const connection = await connectUnix("/var/run/docker.sock", { timeoutMs: 10_000 });

@@ -24,6 +24,7 @@ import type { ConnectOptions, SocketConnection } from "./types.ts";
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a listening socket
  * import { connectUnix } from "./node.ts";
  *
  * const connection = await connectUnix("/var/run/docker.sock", { timeoutMs: 10_000 });

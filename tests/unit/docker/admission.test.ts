@@ -31,6 +31,22 @@ test("admitDaemon lists every unmet linux-x64 requirement of the cgroupfs engine
   });
 });
 
+test("admitDaemon names the profile that admits a daemon the selected one refuses", () => {
+  const { version, info } = fixture("linux-cgroupfs-v1");
+  assert.throws(
+    () => admitDaemon(P["linux-x64"], version, info),
+    (error) =>
+      error instanceof SandboxUnsupportedError &&
+      error.message.endsWith('; profile linux-x64-cgroupfs admits this daemon: set config.profile to "linux-x64-cgroupfs"'),
+  );
+  // A daemon no profile admits (rootless, no swap limit) gets no suggestion.
+  const rootless = fixture("linux-rootless");
+  assert.throws(
+    () => admitDaemon(P["linux-x64"], rootless.version, rootless.info),
+    (error) => error instanceof SandboxUnsupportedError && !error.message.includes("config.profile"),
+  );
+});
+
 test("admitDaemon admits a systemd/cgroup v2/AppArmor daemon for linux-x64 and expects docker-default", () => {
   const { version, info } = fixture("linux-systemd-v2-apparmor");
   assert.equal(admitDaemon(P["linux-x64"], version, info).appArmorProfile, "docker-default");

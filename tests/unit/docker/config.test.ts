@@ -31,6 +31,50 @@ test("createDockerSandboxBackend rejects bad endpoints, naming config.endpoint",
   }
 });
 
+test("createDockerSandboxBackend shows the corrected endpoint when it is clear", () => {
+  const cases: [string, string][] = [
+    ["/var/run/docker.sock", 'config.endpoint must be unix:// followed by the absolute socket path ("/var/run/docker.sock" is not): use "unix:///var/run/docker.sock"'],
+    ["unix:/run/engine.sock", 'config.endpoint must be unix:// followed by the absolute socket path ("unix:/run/engine.sock" is not): use "unix:///run/engine.sock"'],
+    ["unix://var/run/docker.sock", 'config.endpoint must name an absolute socket path after unix:// (three slashes): did you mean "unix:///var/run/docker.sock"?'],
+    ["unix:////var/run/docker.sock", 'config.endpoint must not start the socket path with "//": use "unix:///var/run/docker.sock"'],
+    [
+      "tcp://127.0.0.1:2375",
+      'config.endpoint must be unix:// followed by the absolute socket path ("tcp://127.0.0.1:2375" is not; tcp, ssh, npipe and http endpoints are not supported): a local daemon\'s socket is usually "unix:///var/run/docker.sock"',
+    ],
+  ];
+  for (const [endpoint, reason] of cases) {
+    assert.throws(
+      () => createDockerSandboxBackend({ ...valid, endpoint }),
+      (error) =>
+        error instanceof SandboxConfigurationError && error.message === `Cannot create Docker sandbox backend: ${reason}`,
+      endpoint,
+    );
+  }
+});
+
+test("createDockerSandboxBackend says a uid or gid of 0 must be non-root, and lists the profiles", () => {
+  for (const field of ["uid", "gid"] as const) {
+    assert.throws(
+      () => createDockerSandboxBackend({ ...valid, user: { uid: 1, gid: 1, [field]: 0 } }),
+      (error) =>
+        error instanceof SandboxConfigurationError &&
+        error.message ===
+          `Cannot create Docker sandbox backend: config.user.${field} must be a non-root ID from 1 to 262143 (0 is root): use an unprivileged ID such as 65534`,
+    );
+  }
+  assert.throws(
+    () => createDockerSandboxBackend({ ...valid, profile: "linux" as never }),
+    (error) =>
+      error instanceof SandboxConfigurationError &&
+      error.message ===
+        'Cannot create Docker sandbox backend: config.profile must be one of "linux-x64", "linux-x64-cgroupfs", "desktop-apple-virtualization-native-arm64", "desktop-apple-virtualization-rosetta-amd64" (see the README\'s Profiles)',
+  );
+  assert.throws(
+    () => createDockerSandboxBackend({ ...valid, imageDigest: "busybox:latest" }),
+    (error) => error instanceof SandboxConfigurationError && /config\.imageDigest .*names and tags are not accepted; list IDs with docker image ls --no-trunc\)$/.test(error.message),
+  );
+});
+
 test("createDockerSandboxBackend rejects bad namespace, image, user and profile, naming the field", () => {
   rejects({ ...valid, namespace: "Upper" }, /config\.namespace/);
   rejects({ ...valid, namespace: "a".repeat(33) }, /config\.namespace/);

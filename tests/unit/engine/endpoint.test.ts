@@ -34,6 +34,24 @@ test("parseEngineEndpoint rejects other schemes, relative, //, control character
   assert.throws(() => new DockerEngine("tcp://x"), (error) => error instanceof DockerEngineError && error.code === "invalid_endpoint");
 });
 
+test("parseEngineEndpoint names the corrected endpoint in its message", () => {
+  assert.throws(
+    () => parseEngineEndpoint("/run/agentcell-test-engine/docker.sock"),
+    (error) =>
+      error instanceof DockerEngineError &&
+      error.message ===
+        'Cannot use Engine endpoint: the endpoint must be unix:// followed by the absolute socket path ("/run/agentcell-test-engine/docker.sock" is not): use "unix:///run/agentcell-test-engine/docker.sock"',
+  );
+  assert.throws(
+    () => parseEngineEndpoint(`unix:///${"a".repeat(120)}`),
+    (error) => error instanceof DockerEngineError && /at most 107 bytes \(this one has 121\): use a shorter path to the socket/.test(error.message),
+  );
+  assert.throws(
+    () => parseEngineEndpoint("unix:///var/run/docker.sock\u001b[2J"),
+    (error) => error instanceof DockerEngineError && error.message.includes("\\u001b[2J") && !error.message.includes("\u001b"),
+  );
+});
+
 test("negotiateApiVersion takes min(daemon, 1.52) and rejects below 1.44 naming both", () => {
   assert.equal(negotiateApiVersion("1.44"), "1.44");
   assert.equal(negotiateApiVersion("1.51"), "1.51");

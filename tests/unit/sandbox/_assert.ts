@@ -8,7 +8,7 @@ import { SandboxConfigurationError, type SandboxError } from "../../../lib/sandb
 
 /**
  * Asserts `run` throws an instance of `type` with `code`, whose message starts with
- * `Cannot <action>: ` and contains `fragment`.
+ * `Cannot <action>: `, says "Cannot" only there, and contains `fragment`.
  */
 export function assertThrowsSandbox(
   run: () => unknown,
@@ -36,6 +36,7 @@ export function assertThrowsSandbox(
     `expected the message to contain ${JSON.stringify(fragment)}: ${error.message}`,
   );
   assert.doesNotMatch(error.message, /\.$/);
+  assert.equal(error.message.match(/Cannot/g)?.length, 1, `"Cannot" more than once: ${error.message}`);
   return error;
 }
 

@@ -118,6 +118,20 @@ describe("readTar hostile corpus", () => {
     });
   }
 
+  test("readTar escapes an unsupported PAX key in its message", async () => {
+    const error = await rejectsWith(readAll(concat(pax({ "x\u0000\u001b[31m": "v" }), file("f"), end())), "pax_unsupported_key");
+    assert.equal(error.message, "Cannot read archive: unsupported PAX key 'x\\x00\\x1b[31m' at offset 0");
+    // deno-lint-ignore no-control-regex
+    assert.doesNotMatch(error.message, /[\u0000-\u001f]/);
+  });
+
+  test("readTar cuts a 4 KiB path in a path_length message to its ends and length", async () => {
+    const long = `${"a/".repeat(2048)}b`;
+    const error = await rejectsWith(readAll(concat(pax({ path: long }), file("f"), end())), "path_length");
+    assert.ok(error.message.length < 400, `message of ${error.message.length} characters: ${error.message.slice(0, 80)}…`);
+    assert.match(error.message, /^Cannot read archive: path longer than 4096 bytes at offset \d+ \(entry '(a\/){60}…(\/a){29}\/b' \(4097 characters\)\)$/);
+  });
+
   test("readTar reports the offset and path of a duplicate", async () => {
     const error = await rejectsWith(readAll(concat(file("x", "1"), dir("d/"), file("x", "2"), end())), "duplicate_path");
     assert.equal(error.offset, 1536);
