@@ -3,7 +3,7 @@
 # real Docker Engine.
 #
 # 1. Installs the pinned toolchain into node_modules when it is missing (`npm ci`).
-# 2. `deno check`, `deno lint`, `deno doc --lint mod.ts`, `deno publish --dry-run`.
+# 2. `deno check`, `deno lint`, `deno doc --lint` (both entry points), `deno publish --dry-run`.
 # 3. Provisions a private test engine (scripts/test-engine.sh) unless
 #    AGENTCELL_TEST_ENGINE=unix:///abs/path.sock names one, and the guest images
 #    (scripts/guest-images.sh); stops the engine afterwards if this run started it.
@@ -40,7 +40,7 @@ step() { # name, command...
 
 step "deno check" deno check --quiet mod.ts lib tests examples bench
 step "deno lint" deno lint --quiet
-step "deno doc --lint" deno doc --lint mod.ts >/dev/null
+step "deno doc --lint" deno doc --lint mod.ts lib/acp/mod.ts >/dev/null
 step "deno publish --dry-run" deno publish --dry-run --allow-dirty --quiet
 
 case " $LANES " in
