@@ -143,7 +143,7 @@ export class Bridge {
       const opened = await race(handshake, options.openTimeoutMs, options.signal, () =>
         new SandboxDeadlineError(
           `Cannot open ACP session: the agent did not answer ${step} within ${options.openTimeoutMs} ms (openTimeoutMs); ` +
-            "check the agent command and session.stderrTail, or raise options.openTimeoutMs",
+            "check the agent command, or raise options.openTimeoutMs",
         ));
       this.#active = opened.active;
       void this.#pump(opened.active);
@@ -160,14 +160,16 @@ export class Bridge {
   /** Start a turn (see `AcpSession.prompt`). */
   prompt(content: readonly ContentBlock[], signal: AbortSignal | undefined): AcpTurn {
     if (this.#closing) throw new SandboxStateError("Cannot prompt: the ACP session is closed");
+    if (this.#lost) {
+      // The agent is gone: the turn fails as the last one did, with the exit receipt.
+      const turn = new Turn(new UpdateStream(this.#options.maxBufferedUpdateBytes));
+      this.#lost.then((error) => turn.fail(error));
+      return turn;
+    }
     if (this.#turn) throw new SandboxStateError("Cannot prompt: a turn is still running; wait for turn.stopReason or call cancel() first");
     const sink = this.#sink;
     this.#sink = new UpdateStream(this.#options.maxBufferedUpdateBytes);
     const turn = new Turn(sink);
-    if (this.#lost) {
-      this.#lost.then((error) => turn.fail(error));
-      return turn;
-    }
     if (sink.failure) {
       turn.fail(sink.failure);
       return turn;
@@ -236,6 +238,7 @@ export class Bridge {
         }
         // The connection ended; the running turn fails with the reason.
         const turn = this.#turn;
+        this.#turn = undefined;
         if (turn) turn.fail(await this.#failureOf(error, "finish turn"));
         return;
       }
