@@ -123,6 +123,8 @@ export class Bridge {
         clientCapabilities: {
           fs: { readTextFile: Boolean(options.fileSystem?.readTextFile), writeTextFile: Boolean(options.fileSystem?.writeTextFile) },
           terminal: options.terminal !== undefined,
+          // Terminal-based authentication would run a login command on the client's host.
+          auth: { terminal: false },
         },
         clientInfo: options.clientInfo,
       });
