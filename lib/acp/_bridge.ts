@@ -221,8 +221,9 @@ export class Bridge {
   #ended(reason: unknown): void {
     for (const request of this.#permissions) request.cancel("the session ended");
     if (this.#closing) return;
+    const action = this.#active ? "continue ACP session" : "open ACP session";
     this.#lost = this.process.release().then(
-      (receipt) => lostError(reason, receipt, this.#options.maxMessageBytes),
+      (receipt) => lostError(action, reason, receipt, this.#options.maxMessageBytes),
       (error: SandboxError) => error,
     );
   }
@@ -317,7 +318,7 @@ function agentError(error: acp.RequestError, action: string): AcpAgentError {
 }
 
 /** The failure of a connection that ended on its own, from its close reason and the release. */
-function lostError(reason: unknown, receipt: AcpReleaseReceipt, maxMessageBytes: number): SandboxError {
+function lostError(action: string, reason: unknown, receipt: AcpReleaseReceipt, maxMessageBytes: number): SandboxError {
   if (reason instanceof acp.MessageTooLargeError) {
     return new AcpAgentError(
       `Cannot read agent message: the agent sent a message longer than ${maxMessageBytes} bytes (maxMessageBytes); ` +
@@ -331,7 +332,7 @@ function lostError(reason: unknown, receipt: AcpReleaseReceipt, maxMessageBytes:
     : reason instanceof SandboxError
     ? `the sandbox stopped (${reason.message})`
     : "the agent's output ended and compute was stopped before its exit status was seen";
-  return new AcpAgentExitedError(`Cannot continue ACP session: ${how}; see error.stderrTail`, { exit, stderrTail, cause: reason });
+  return new AcpAgentExitedError(`Cannot ${action}: ${how}; see error.stderrTail`, { exit, stderrTail, cause: reason });
 }
 
 /** `task`, or the deadline's or the signal's error, whichever comes first. */

@@ -27,7 +27,8 @@ async function firstChunk(updates: ReadableStream<SessionUpdate>): Promise<strin
 engineTest("AcpSession cancel() after a non-empty message chunk ends the turn with `cancelled`", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     await importAgent(sandbox);
-    const session = await startAcpSession(sandbox, agentRequest());
+    // exitTimeoutMs: the test asserts the agent's own exit code, so it may take all the time it needs.
+    const session = await startAcpSession(sandbox, agentRequest(), { exitTimeoutMs: 60_000 });
     const turn = session.prompt("wait");
     assert.equal(await firstChunk(turn.updates), "turn 1: waiting for cancel");
     assert.throws(

@@ -53,7 +53,7 @@ engineTest("startAcpSession: initialize never answered → the deadline rejects 
   await withSandbox(engine, async (sandbox) => {
     await importAgent(sandbox);
     await assert.rejects(
-      startAcpSession(sandbox, agentRequest("--hang-initialize", "--ignore-eof"), { openTimeoutMs: 1_500, exitTimeoutMs: 1_000 }),
+      startAcpSession(sandbox, agentRequest("--initialize=hang", "--ignore-eof"), { openTimeoutMs: 1_500, exitTimeoutMs: 1_000 }),
       (error) =>
         error instanceof SandboxDeadlineError && error.code === "deadline" &&
         error.message ===
@@ -63,12 +63,49 @@ engineTest("startAcpSession: initialize never answered → the deadline rejects 
   }, { image: nodeImage, policy: acpPolicy });
 });
 
+for (
+  const [mode, label, check] of [
+    [
+      "exit",
+      "an agent that exits instead of answering initialize rejects with AcpAgentExitedError",
+      (error: unknown) =>
+        error instanceof AcpAgentExitedError && error.code === "agent_exited" &&
+        error.message === "Cannot open ACP session: the agent exited with code 3; see error.stderrTail" &&
+        error.exit.kind === "exited" && error.exit.code === 3 &&
+        error.stderrTail === "fixture agent: exiting instead of answering initialize\n",
+    ],
+    [
+      "error",
+      "an initialize answered with a JSON-RPC error rejects with AcpAgentError",
+      (error: unknown) =>
+        error instanceof AcpAgentError && error.code === "agent_error" && error.rpcCode === -32603 &&
+        error.message ===
+          "Cannot open ACP session: the agent answered initialize with JSON-RPC error -32603: Internal error: the fixture refuses to initialize",
+    ],
+    [
+      "version2",
+      "an agent answering another protocol version rejects with AcpAgentError",
+      (error: unknown) =>
+        error instanceof AcpAgentError && error.code === "agent_error" && error.rpcCode === undefined &&
+        error.message === "Cannot open ACP session: the agent answered protocolVersion 2; this bridge speaks ACP protocol version 1",
+    ],
+  ] as const
+) {
+  engineTest(`startAcpSession: ${label}; compute is stopped`, async (engine) => {
+    await withSandbox(engine, async (sandbox) => {
+      await importAgent(sandbox);
+      await assert.rejects(startAcpSession(sandbox, agentRequest(`--initialize=${mode}`), { exitTimeoutMs: 60_000 }), check);
+      await assertKeeperGone(engine, sandbox);
+    }, { image: nodeImage, policy: acpPolicy });
+  });
+}
+
 engineTest("startAcpSession: an abort while initialize is pending rejects with SandboxAbortedError and stops compute", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     await importAgent(sandbox);
     const abort = new AbortController();
     const reason = new Error("the host is shutting down");
-    const opening = startAcpSession(sandbox, agentRequest("--hang-initialize"), { signal: abort.signal });
+    const opening = startAcpSession(sandbox, agentRequest("--initialize=hang"), { signal: abort.signal });
     opening.catch(() => {});
     // The agent writes this file when initialize arrives: the bridge is waiting for the answer.
     await eventually("the agent received initialize", async () => {

@@ -1,10 +1,10 @@
 // The ACP bridge's session lifecycle on a real engine: turns with state carried over, the
 // same task's bytes in a fresh sandbox, and the ownership sequence close → export → destroy.
 import assert from "node:assert/strict";
-import { SandboxStateError } from "../../lib/sandbox/errors.ts";
+import { SandboxStateError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
-import { startAcpSession } from "../../lib/acp/mod.ts";
+import { AcpAgentError, type AcpPermissionRequest, startAcpSession } from "../../lib/acp/mod.ts";
 import { engineTest, nodeImage } from "./_engine.ts";
 import { assertGone, withBackend, withSandbox } from "./_sandbox.ts";
 import { acpPolicy, agentRequest, collect, exportedFile, importAgent, messageText } from "./_acp.ts";
@@ -12,13 +12,15 @@ import { acpPolicy, agentRequest, collect, exportedFile, importAgent, messageTex
 const NOTES = "buy milk\ncall home\nship it\n";
 const FIRST_REPORT = "turn 1\ninput task/notes.txt\nearlier outputs: none\n1. BUY MILK\n2. CALL HOME\n3. SHIP IT\n";
 const decoder = new TextDecoder();
+/** These tests assert the agent's own exit code: give it all the time it needs to exit. */
+const waitForExit = { exitTimeoutMs: 60_000 };
 
 /** Run the first task in a fresh sandbox and return the exported report's bytes. */
 async function firstTaskBytes(engine: DockerEngine): Promise<Uint8Array> {
   let bytes: Uint8Array | undefined;
   await withSandbox(engine, async (sandbox) => {
     await importAgent(sandbox, { "task/notes.txt": NOTES });
-    const session = await startAcpSession(sandbox, agentRequest(), { onPermissionRequest: (request) => request.select("allow") });
+    const session = await startAcpSession(sandbox, agentRequest(), { ...waitForExit, onPermissionRequest: (request) => request.select("allow") });
     const turn = session.prompt("task task/notes.txt out/first.txt");
     await collect(turn.updates);
     assert.equal(await turn.stopReason, "end_turn");
@@ -31,7 +33,7 @@ async function firstTaskBytes(engine: DockerEngine): Promise<Uint8Array> {
 engineTest("AcpSession runs two turns in one session with the agent's state carried over", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     await importAgent(sandbox, { "task/notes.txt": NOTES });
-    const session = await startAcpSession(sandbox, agentRequest(), { onPermissionRequest: (request) => request.select("allow") });
+    const session = await startAcpSession(sandbox, agentRequest(), { ...waitForExit, onPermissionRequest: (request) => request.select("allow") });
     assert.equal(session.sessionId, "fixture-session");
     assert.equal(session.agent.protocolVersion, 1);
     assert.deepEqual(session.agent.agentInfo, { name: "agentcell-fixture-agent", version: "1.0.0" });
@@ -77,7 +79,7 @@ engineTest("AcpSession close() removes the keeper and keeps the files; destroy()
     const sandbox = await backend.reserve({ policy: acpPolicy }, { record: () => Promise.resolve() }).start();
     try {
       await importAgent(sandbox, { "task/notes.txt": NOTES });
-      const session = await startAcpSession(sandbox, agentRequest(), { onPermissionRequest: (request) => request.select("allow") });
+      const session = await startAcpSession(sandbox, agentRequest(), { ...waitForExit, onPermissionRequest: (request) => request.select("allow") });
       const turn = session.prompt("task task/notes.txt out/first.txt");
       await collect(turn.updates);
       assert.equal(await turn.stopReason, "end_turn");
@@ -104,4 +106,43 @@ engineTest("AcpSession close() removes the keeper and keeps the files; destroy()
     }
     await assertGone(engine, sandbox);
   }, nodeImage);
+});
+
+engineTest("AcpSession: a prompt answered with a JSON-RPC error or an unknown stop reason rejects with AcpAgentError; the session goes on", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    await importAgent(sandbox);
+    const session = await startAcpSession(sandbox, agentRequest());
+    const failed = session.prompt("fail");
+    await assert.rejects(failed.stopReason, (error) =>
+      error instanceof AcpAgentError && error.code === "agent_error" && error.rpcCode === -32603 &&
+      error.message ===
+        "Cannot finish turn: the agent answered session/prompt with JSON-RPC error -32603: Internal error: the fixture fails this turn");
+    const odd = session.prompt("bad-stop");
+    await assert.rejects(odd.stopReason, (error) =>
+      error instanceof AcpAgentError && error.code === "agent_error" &&
+      error.message === 'Cannot finish turn: the agent answered stopReason "gave_up", which ACP v1 does not define');
+    const next = session.prompt("flood 1 2");
+    assert.equal(messageText(await collect(next.updates)), "xx");
+    assert.equal(await next.stopReason, "end_turn");
+    assert.equal(session.state, "open");
+    await session.close();
+  }, { image: nodeImage, policy: acpPolicy });
+});
+
+engineTest("AcpSession close() during a turn rejects it with SandboxStoppedError and answers the open permission request", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    await importAgent(sandbox, { "task/notes.txt": NOTES });
+    let asked!: (request: AcpPermissionRequest) => void;
+    const pending = new Promise<AcpPermissionRequest>((resolve) => (asked = resolve));
+    const session = await startAcpSession(sandbox, agentRequest(), { ...waitForExit, onPermissionRequest: (request) => asked(request) });
+    const turn = session.prompt("task task/notes.txt out/first.txt");
+    const request = await pending;
+    const receipt = await session.close();
+    assert.deepEqual(receipt.exit, { kind: "exited", code: 0 });
+    assert.deepEqual(request.outcome, { outcome: "cancelled" });
+    await assert.rejects(turn.stopReason, (error) =>
+      error instanceof SandboxStoppedError && error.code === "stopped" && error.message === "Cannot continue ACP session: it was closed");
+    await assert.rejects(collect(turn.updates), (error) => error instanceof SandboxStoppedError);
+    await assert.rejects(exportedFile(sandbox, "work/out/first.txt"));
+  }, { image: nodeImage, policy: acpPolicy });
 });
