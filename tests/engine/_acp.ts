@@ -6,6 +6,7 @@ import type { SandboxImportEntry } from "../../lib/sandbox/transfer.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import type { SessionUpdate } from "../../lib/acp/protocol.ts";
+import type { AcpPermissionRequest } from "../../lib/acp/permission.ts";
 import { agentFiles } from "../fixtures/acp/agent_files.ts";
 
 export { agentRequest } from "../fixtures/acp/agent_files.ts";
@@ -51,4 +52,14 @@ export async function exportedFile(sandbox: DockerSandbox, path: string): Promis
   }
   assert.equal(entries.length, 1);
   return entries[0];
+}
+
+/**
+ * An `onPermissionRequest` that answers nothing and hands the first request to `asked`, for
+ * tests that answer (or cancel) it later.
+ */
+export function heldPermission(): { onPermissionRequest: (request: AcpPermissionRequest) => void; asked: Promise<AcpPermissionRequest> } {
+  let hand!: (request: AcpPermissionRequest) => void;
+  const asked = new Promise<AcpPermissionRequest>((resolve) => (hand = resolve));
+  return { onPermissionRequest: (request) => hand(request), asked };
 }

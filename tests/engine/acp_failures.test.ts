@@ -49,19 +49,28 @@ engineTest("AcpSession: an agent crash mid-turn rejects the turn with AcpAgentEx
   }, { image: nodeImage, policy: acpPolicy });
 });
 
-engineTest("startAcpSession: initialize never answered → the deadline rejects and compute is stopped", async (engine) => {
-  await withSandbox(engine, async (sandbox) => {
-    await importAgent(sandbox);
-    await assert.rejects(
-      startAcpSession(sandbox, agentRequest("--initialize=hang", "--ignore-eof"), { openTimeoutMs: 1_500, exitTimeoutMs: 1_000 }),
-      (error) =>
-        error instanceof SandboxDeadlineError && error.code === "deadline" &&
-        error.message ===
-          "Cannot open ACP session: the agent did not answer initialize within 1500 ms (openTimeoutMs); check the agent command, or raise options.openTimeoutMs",
-    );
-    await assertKeeperGone(engine, sandbox);
-  }, { image: nodeImage, policy: acpPolicy });
-});
+// The deadline covers both steps; for session/new it must leave the agent ample time to start
+// and answer initialize first (it waits the whole deadline: session/new is never answered).
+for (
+  const [flag, step, openTimeoutMs] of [
+    ["--initialize=hang", "initialize", 1_500],
+    ["--session-new=hang", "session/new", 10_000],
+  ] as const
+) {
+  engineTest(`startAcpSession: ${step} never answered → the deadline rejects and compute is stopped`, async (engine) => {
+    await withSandbox(engine, async (sandbox) => {
+      await importAgent(sandbox);
+      await assert.rejects(
+        startAcpSession(sandbox, agentRequest(flag, "--ignore-eof"), { openTimeoutMs, exitTimeoutMs: 1_000 }),
+        (error) =>
+          error instanceof SandboxDeadlineError && error.code === "deadline" &&
+          error.message ===
+            `Cannot open ACP session: the agent did not answer ${step} within ${openTimeoutMs} ms (openTimeoutMs); check the agent command, or raise options.openTimeoutMs`,
+      );
+      await assertKeeperGone(engine, sandbox);
+    }, { image: nodeImage, policy: acpPolicy });
+  });
+}
 
 for (
   const [mode, label, check] of [

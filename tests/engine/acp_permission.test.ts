@@ -6,7 +6,7 @@ import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import { type AcpPermissionRequest, type AcpSessionOptions, startAcpSession } from "../../lib/acp/mod.ts";
 import { engineTest, nodeImage } from "./_engine.ts";
 import { withSandbox } from "./_sandbox.ts";
-import { acpPolicy, agentRequest, collect, exportedFile, importAgent, messageText } from "./_acp.ts";
+import { acpPolicy, agentRequest, collect, exportedFile, heldPermission, importAgent, messageText } from "./_acp.ts";
 
 const NOTES = "one\ntwo\n";
 
@@ -94,12 +94,11 @@ engineTest("AcpPermissionRequest is answered once only: a second answer and an u
 engineTest("AcpSession cancel() answers an open permission request `cancelled`; a later answer throws", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     await importAgent(sandbox, { "task/notes.txt": NOTES });
-    let asked!: (request: AcpPermissionRequest) => void;
-    const pending = new Promise<AcpPermissionRequest>((resolve) => (asked = resolve));
-    const session = await startAcpSession(sandbox, agentRequest(), { onPermissionRequest: (request) => asked(request) });
+    const held = heldPermission();
+    const session = await startAcpSession(sandbox, agentRequest(), { onPermissionRequest: held.onPermissionRequest });
     const turn = session.prompt("task task/notes.txt out/result.txt");
     const updates = collect(turn.updates);
-    const request = await pending;
+    const request = await held.asked;
     assert.equal(request.signal.aborted, false);
     await session.cancel();
     assert.equal(request.signal.aborted, true);

@@ -4,10 +4,10 @@ import assert from "node:assert/strict";
 import { SandboxStateError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
-import { AcpAgentError, type AcpPermissionRequest, startAcpSession } from "../../lib/acp/mod.ts";
+import { AcpAgentError, startAcpSession } from "../../lib/acp/mod.ts";
 import { engineTest, nodeImage } from "./_engine.ts";
 import { assertGone, withBackend, withSandbox } from "./_sandbox.ts";
-import { acpPolicy, agentRequest, collect, exportedFile, importAgent, messageText } from "./_acp.ts";
+import { acpPolicy, agentRequest, collect, exportedFile, heldPermission, importAgent, messageText } from "./_acp.ts";
 
 const NOTES = "buy milk\ncall home\nship it\n";
 const FIRST_REPORT = "turn 1\ninput task/notes.txt\nearlier outputs: none\n1. BUY MILK\n2. CALL HOME\n3. SHIP IT\n";
@@ -132,11 +132,10 @@ engineTest("AcpSession: a prompt answered with a JSON-RPC error or an unknown st
 engineTest("AcpSession close() during a turn rejects it with SandboxStoppedError and answers the open permission request", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     await importAgent(sandbox, { "task/notes.txt": NOTES });
-    let asked!: (request: AcpPermissionRequest) => void;
-    const pending = new Promise<AcpPermissionRequest>((resolve) => (asked = resolve));
-    const session = await startAcpSession(sandbox, agentRequest(), { ...waitForExit, onPermissionRequest: (request) => asked(request) });
+    const held = heldPermission();
+    const session = await startAcpSession(sandbox, agentRequest(), { ...waitForExit, onPermissionRequest: held.onPermissionRequest });
     const turn = session.prompt("task task/notes.txt out/first.txt");
-    const request = await pending;
+    const request = await held.asked;
     const receipt = await session.close();
     assert.deepEqual(receipt.exit, { kind: "exited", code: 0 });
     assert.deepEqual(request.outcome, { outcome: "cancelled" });
