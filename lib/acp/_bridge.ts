@@ -15,6 +15,7 @@ import { z } from "zod";
 import { SandboxAbortedError, SandboxDeadlineError, SandboxError, SandboxStateError, SandboxStoppedError } from "../sandbox/errors.ts";
 import type { Sandbox } from "../sandbox/backend.ts";
 import type { SandboxProcess } from "../sandbox/process.ts";
+import { raceDeadline } from "../streams/deadline.ts";
 import { type AcpReleaseReceipt, AgentProcess } from "./_agent_process.ts";
 import { UpdateStream } from "./_update_stream.ts";
 import { AcpAgentError, AcpAgentExitedError } from "./errors.ts";
@@ -142,11 +143,16 @@ export class Bridge {
       return { initialize, active };
     })();
     try {
-      const opened = await race(handshake, options.openTimeoutMs, options.signal, () =>
-        new SandboxDeadlineError(
-          `Cannot open ACP session: the agent did not answer ${step} within ${options.openTimeoutMs} ms (openTimeoutMs); ` +
-            "check the agent command, or raise options.openTimeoutMs",
-        ));
+      const opened = await raceDeadline(handshake, {
+        timeoutMs: options.openTimeoutMs,
+        signal: options.signal,
+        onTimeout: () =>
+          new SandboxDeadlineError(
+            `Cannot open ACP session: the agent did not answer ${step} within ${options.openTimeoutMs} ms (openTimeoutMs); ` +
+              "check the agent command, or raise options.openTimeoutMs",
+          ),
+        onAbort: (reason) => new SandboxAbortedError("Cannot open ACP session: options.signal aborted", { cause: reason }),
+      });
       this.#active = opened.active;
       void this.#pump(opened.active);
       return opened;
@@ -333,23 +339,4 @@ function lostError(action: string, reason: unknown, receipt: AcpReleaseReceipt, 
     ? `the sandbox stopped (${reason.message})`
     : "the agent's output ended and compute was stopped before its exit status was seen";
   return new AcpAgentExitedError(`Cannot ${action}: ${how}; see error.stderrTail`, { exit, stderrTail, cause: reason });
-}
-
-/** `task`, or the deadline's or the signal's error, whichever comes first. */
-function race<T>(task: Promise<T>, timeoutMs: number, signal: AbortSignal | undefined, onTimeout: () => SandboxError): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let done = false;
-    const finish = (settle: () => void) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      settle();
-    };
-    const onAbort = () => finish(() => reject(new SandboxAbortedError("Cannot open ACP session: options.signal aborted", { cause: signal?.reason })));
-    const timer = setTimeout(() => finish(() => reject(onTimeout())), timeoutMs);
-    if (signal?.aborted) return onAbort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    task.then((value) => finish(() => resolve(value)), (error) => finish(() => reject(error)));
-  });
 }
