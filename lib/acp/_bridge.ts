@@ -55,6 +55,11 @@ class Turn implements AcpTurn {
     this.stopReason.catch(() => {});
   }
 
+  /** What the caller gets: the stream and the promise, nothing of the bookkeeping. */
+  handle(): AcpTurn {
+    return Object.freeze({ updates: this.updates, stopReason: this.stopReason });
+  }
+
   /** The agent answered with `reason`. */
   stop(reason: StopReason): void {
     if (this.failure) return this.fail(this.failure);
@@ -172,7 +177,7 @@ export class Bridge {
       // The agent is gone: the turn fails as the last one did, with the exit receipt.
       const turn = new Turn(new UpdateStream(this.#options.maxBufferedUpdateBytes));
       this.#lost.then((error) => turn.fail(error));
-      return turn;
+      return turn.handle();
     }
     if (this.#turn) throw new SandboxStateError("Cannot prompt: a turn is still running; wait for turn.stopReason or call cancel() first");
     const sink = this.#sink;
@@ -180,7 +185,7 @@ export class Bridge {
     const turn = new Turn(sink);
     if (sink.failure) {
       turn.fail(sink.failure);
-      return turn;
+      return turn.handle();
     }
     this.#turn = turn;
     this.#active!.prompt([...content]).catch(() => {
@@ -196,7 +201,7 @@ export class Bridge {
         turn.stopReason.finally(() => signal.removeEventListener("abort", onAbort)).catch(() => {});
       }
     }
-    return turn;
+    return turn.handle();
   }
 
   /** Send `session/cancel` for the running turn and answer its open permission requests `cancelled`. */
