@@ -3,8 +3,8 @@
 # real Docker Engine.
 #
 # 1. Installs the pinned toolchain into node_modules when it is missing (`npm ci`).
-# 2. `deno check`, `deno lint`, `deno doc --lint mod.ts`, `deno publish --dry-run`, and
-#    `deno test --doc` over the public modules (every @example runs or says why not).
+# 2. `deno check`, `deno lint`, `deno doc --lint` (both entry points), `deno publish --dry-run`,
+#    and `deno test --doc` over the public modules (every @example runs or says why not).
 # 3. Provisions a private test engine (scripts/test-engine.sh) unless
 #    AGENTCELL_TEST_ENGINE=unix:///abs/path.sock names one, and the guest images
 #    (scripts/guest-images.sh); stops the engine afterwards if this run started it.
@@ -42,7 +42,7 @@ step() { # name, command...
 step "deno check" deno check --quiet mod.ts lib tests examples bench
 step "deno lint" deno lint --quiet
 # (the redirect inside: on the step call it would hide the step's own ok/FAILED line too)
-step "deno doc --lint" bash -c "deno doc --lint mod.ts >/dev/null"
+step "deno doc --lint" bash -c "deno doc --lint mod.ts lib/acp/mod.ts >/dev/null"
 step "deno publish --dry-run" deno publish --dry-run --allow-dirty --quiet
 # Every @example of the public modules runs (no permissions, no engine); the few that
 # cannot are `ts ignore` with a reason (tests/unit/doc_examples.test.ts checks that).

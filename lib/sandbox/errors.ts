@@ -25,6 +25,10 @@
  * - `abandoned_output`: a consumer cancelled a process output stream before its end.
  * - `engine`: the Docker Engine failed or answered unexpectedly.
  * - `invalid_state`: the operation is not allowed in the sandbox's current state.
+ * - `agent_error`: an ACP agent answered with an error or broke the protocol
+ *   (`AcpAgentError` of `@agentcell/docker/acp`).
+ * - `agent_exited`: an ACP agent's process ended, or its sandbox stopped, while the bridge
+ *   needed it (`AcpAgentExitedError` of `@agentcell/docker/acp`).
  *
  * @example
  * ```ts
@@ -45,7 +49,9 @@ export type SandboxErrorCode =
   | "framing"
   | "abandoned_output"
   | "engine"
-  | "invalid_state";
+  | "invalid_state"
+  | "agent_error"
+  | "agent_exited";
 
 /**
  * Options accepted by every {@linkcode SandboxError} subclass constructor.
