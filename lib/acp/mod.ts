@@ -13,6 +13,7 @@
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a Docker Engine, a node guest image and an ACP agent
  * import { createDockerSandboxBackend } from "@agentcell/docker";
  * import { startAcpSession } from "@agentcell/docker/acp";
  *

@@ -57,7 +57,7 @@ export const MAX_ACP_TIMEOUT_MS = 2 ** 31 - 1;
  * console.log(DEFAULT_ACP_CLIENT_INFO.name); // "@agentcell/docker"
  * ```
  */
-export const DEFAULT_ACP_CLIENT_INFO: Readonly<Implementation> = Object.freeze({ name: "@agentcell/docker", version: "0.1.0" });
+export const DEFAULT_ACP_CLIENT_INFO: Readonly<Implementation> = Object.freeze({ name: "@agentcell/docker", version: "0.2.0" });
 
 /** A handler result, sync or async. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -72,6 +72,7 @@ export type MaybePromise<T> = T | Promise<T>;
  *
  * @example
  * ```ts ignore
+ * // ignore: a fragment: the handlers are the caller's own host code
  * const fileSystem: AcpFileSystemHandlers = {
  *   readTextFile: async ({ path }) => ({ content: await readFile(confine(path), "utf8") }),
  * };
@@ -101,6 +102,7 @@ export interface AcpFileSystemHandlers {
  *
  * @example
  * ```ts ignore
+ * // ignore: a fragment: the handlers are the caller's own host code
  * const terminal: AcpTerminalHandlers = { create, output, waitForExit, kill, release };
  * ```
  */
@@ -136,7 +138,7 @@ export interface AcpSessionOptions {
   /**
    * `clientInfo` sent in `initialize` (`name`, `version`, optional `title`).
    *
-   * @default {{ name: "@agentcell/docker", version: "0.1.0" }}
+   * @default {{ name: "@agentcell/docker", version: "0.2.0" }}
    */
   readonly clientInfo?: Implementation;
   /**

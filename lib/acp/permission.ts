@@ -46,6 +46,7 @@ export function denyOutcome(options: readonly PermissionOption[]): RequestPermis
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a running ACP session in a sandbox
  * const session = await startAcpSession(sandbox, request, {
  *   onPermissionRequest(permission) {
  *     const allow = permission.options.find((option) => option.kind === "allow_once");

@@ -49,6 +49,7 @@ const contentSchema = z.union([z.string(), block, z.array(block).min(1)]);
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a running ACP session in a sandbox
  * await using session = await startAcpSession(sandbox, { executable: "/usr/local/bin/my-agent", args: ["--acp"] });
  * const turn = session.prompt("Write the report");
  * for await (const update of turn.updates) console.log(update.sessionUpdate);

@@ -51,6 +51,7 @@ import { AcpSession } from "./session.ts";
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a Docker Engine, a running sandbox and an ACP agent
  * import { startAcpSession } from "@agentcell/docker/acp";
  *
  * await using sandbox = await reservation.start();

@@ -24,6 +24,7 @@ import type { SessionUpdate, StopReason } from "./protocol.ts";
  *
  * @example
  * ```ts ignore
+ * // ignore: needs a running ACP session in a sandbox
  * const turn = session.prompt("Summarize task.md into out/summary.md");
  * for await (const update of turn.updates) {
  *   if (update.sessionUpdate === "agent_message_chunk" && update.content.type === "text") {

@@ -7,19 +7,22 @@
  *   controller holds open for the sandbox's life and never writes. When the controller
  *   process dies or its Engine connection drops, the Engine closes the exec's stdin, the
  *   lease reads EOF and ends the keeper. No polling: the kernel's socket close is the event.
- * - The **guest deadline** (`policy.execution: { kind: "deadline" }`): a detached exec that
+ * - The **guest deadline** (`policy.execution: { kind: "deadline" }`): an exec that
  *   sleeps for the deadline plus {@linkcode GUEST_DEADLINE_GRACE_MS} and then ends the
  *   keeper, so the deadline holds after the host died.
  *
- * Both run as the sandbox user, like the agent, so the agent can end them too (which only
- * ends its own sandbox sooner or, for the deadline, leaves the host's timer alone in
- * charge). The stopped keeper container stays until `stop()`, `destroy()` or `recover()`
- * removes it.
+ * Both run as the sandbox user, like the agent, so the agent can kill them. The controller
+ * keeps both attached and treats the end of either stream (a guard that died before its
+ * time) as the loss of the guard: the sandbox stops. So the agent can disarm a guard only by
+ * stopping its own sandbox, while the controller lives; a guard killed in the moment between
+ * the controller's death and its own firing is the remaining gap (a keeper identity of its
+ * own, separate from the agent's, closes it). The stopped keeper container stays until
+ * `stop()`, `destroy()` or `recover()` removes it.
  *
  * @module
  */
 import type { DockerEngine } from "../engine/client.ts";
-import { createExec, startExec, startExecDetached } from "../engine/exec.ts";
+import { createExec, startExec } from "../engine/exec.ts";
 import type { EngineUpgrade } from "../engine/http/mod.ts";
 import { WORK_PATH } from "./workload.ts";
 
@@ -29,12 +32,43 @@ export const GUEST_DEADLINE_GRACE_MS = 2_000;
 /** The lease script: block on stdin (no fork), then end the keeper at EOF. */
 export const LEASE_SCRIPT = "while read -r line; do :; done; kill -TERM 1";
 
-/** An open controller lease. */
-export interface ControllerLease {
-  /** The lease exec's ID. */
+/** A guard exec the controller stays attached to. */
+export interface GuestGuard {
+  /** The guard exec's ID. */
   readonly execId: string;
-  /** Drop the connection without ending the keeper first (after compute was removed). */
+  /** Settles when the guard's stream ended before `release()`: the guard is gone. */
+  readonly lost: Promise<void>;
+  /** Drop the connection (after compute was removed); `lost` then never settles. */
   release(): void;
+}
+
+/** An open controller lease. */
+export type ControllerLease = GuestGuard;
+
+/** Attach to a guard exec and watch its stream end. */
+async function attachGuard(context: GuardContext, script: string): Promise<GuestGuard> {
+  const { engine, keeperId, user, timeoutMs, signal } = context;
+  const execId = await createExec(engine, keeperId, {
+    Cmd: ["/bin/sh", "-c", script],
+    Env: [],
+    User: `${user.uid}:${user.gid}`,
+    WorkingDir: WORK_PATH,
+  }, { timeoutMs, signal });
+  const attach: EngineUpgrade = await startExec(engine, execId, { signal });
+  let released = false;
+  // Nothing is ever written; the output carries nothing either, but is drained so the
+  // connection never stalls on it. Its end is the guard's end.
+  const lost = attach.readable.pipeTo(new WritableStream()).catch(() => {}).then(() => {
+    if (released) return new Promise<void>(() => {});
+  });
+  return {
+    execId,
+    lost,
+    release: () => {
+      released = true;
+      attach.abort(new Error("the sandbox's compute was removed"));
+    },
+  };
 }
 
 /** Identity and bounds of a guard exec. */
@@ -51,39 +85,18 @@ export interface GuardContext {
  *
  * @throws {DockerEngineError} / {DockerEngineTransportError} when the exec cannot start
  */
-export async function startControllerLease(context: GuardContext): Promise<ControllerLease> {
-  const { engine, keeperId, user, timeoutMs, signal } = context;
-  const execId = await createExec(engine, keeperId, {
-    Cmd: ["/bin/sh", "-c", LEASE_SCRIPT],
-    Env: [],
-    User: `${user.uid}:${user.gid}`,
-    WorkingDir: WORK_PATH,
-  }, { timeoutMs, signal });
-  const attach: EngineUpgrade = await startExec(engine, execId, { signal });
-  // Nothing is ever written; the output side carries nothing either, but is drained so the
-  // connection never stalls on it.
-  attach.readable.pipeTo(new WritableStream()).catch(() => {});
-  return {
-    execId,
-    release: () => attach.abort(new Error("the sandbox's compute was removed")),
-  };
+export function startControllerLease(context: GuardContext): Promise<ControllerLease> {
+  return attachGuard(context, LEASE_SCRIPT);
 }
 
 /**
- * Start the guest deadline: ends the keeper `timeoutMs + GUEST_DEADLINE_GRACE_MS` after now
+ * Start the guest deadline: ends the keeper `deadlineMs + GUEST_DEADLINE_GRACE_MS` after now
  * (rounded up to whole seconds, as `sleep` counts them).
  *
  * @throws {DockerEngineError} / {DockerEngineTransportError} when the exec cannot start
  */
-export async function startGuestDeadline(context: GuardContext, deadlineMs: number): Promise<void> {
-  const { engine, keeperId, user, timeoutMs, signal } = context;
+export function startGuestDeadline(context: GuardContext, deadlineMs: number): Promise<GuestGuard> {
   // `sleep` takes whole seconds; past 2^31 - 1 s (68 years) the keeper's own sleep is the bound.
   const seconds = Math.min(Math.ceil((deadlineMs + GUEST_DEADLINE_GRACE_MS) / 1000), 2 ** 31 - 1);
-  const execId = await createExec(engine, keeperId, {
-    Cmd: ["/bin/sh", "-c", `sleep ${seconds}; kill -TERM 1`],
-    Env: [],
-    User: `${user.uid}:${user.gid}`,
-    WorkingDir: WORK_PATH,
-  }, { timeoutMs, signal });
-  await startExecDetached(engine, execId, { timeoutMs, signal });
+  return attachGuard(context, `sleep ${seconds}; kill -TERM 1`);
 }

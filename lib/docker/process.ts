@@ -86,9 +86,16 @@ export class DockerProcessReservation implements SandboxProcessReservation {
     const execution = host.policy.execution;
     if (execution.kind === "deadline") {
       // The same deadline inside the guest (plus a grace), so it holds after the host died.
-      await startGuestDeadline({ ...host, timeoutMs: host.policy.deadlines.startupMs }, execution.timeoutMs).catch((error) => {
+      // A guard that ends early (a guest process killed it) stops the sandbox.
+      try {
+        const guard = await startGuestDeadline({ ...host, timeoutMs: host.policy.deadlines.startupMs }, execution.timeoutMs);
+        host.computeRemoved.then(() => guard.release());
+        guard.lost.then(() =>
+          host.stopFor(new SandboxStoppedError("Cannot continue process: the guest-side execution deadline ended early (a process killed it), so the sandbox was stopped"))
+        ).catch(() => {});
+      } catch (error) {
         host.stopFor(asSandboxError(error, "start the guest deadline")).catch(() => {});
-      });
+      }
     }
     return process;
   }

@@ -115,6 +115,11 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
     this.#computeRemoved = { promise, resolve };
     acquired.log.bound(() => ({ timeoutMs: policy.deadlines.cleanupMs }));
     this.#watchKeeper();
+    // A lease that ends before compute is removed (a guest process killed it) no longer
+    // guards anything: the sandbox stops.
+    acquired.lease?.lost.then(() =>
+      this.#stopFor(new SandboxStoppedError("Cannot continue: the controller lease ended inside the guest (a process killed it), so the sandbox was stopped"))
+    ).catch(() => {});
   }
 
   /**

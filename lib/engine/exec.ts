@@ -74,21 +74,6 @@ export async function startExec(
 }
 
 /**
- * `POST /exec/{id}/start` with `Detach: true`: the exec runs on its own, with no stream to
- * the caller, and the Engine answers `200` once it started.
- *
- * @throws {DockerEngineError} by status (`404` unknown exec, `409` container not running)
- */
-export async function startExecDetached(engine: DockerEngine, execId: string, options: EngineCallOptions = {}): Promise<void> {
-  await engine.request("POST", `/exec/${encodeURIComponent(execId)}/start`, {
-    action: "start exec",
-    json: { Detach: true, Tty: false },
-    expect: [200],
-    ...options,
-  });
-}
-
-/**
  * `GET /exec/{id}/json`.
  *
  * @throws {DockerEngineError} `not_found` once the exec's container was removed

@@ -356,3 +356,33 @@ engineTest("DockerSandbox exportTree answers an accessor-name conflict with Sand
     }
   });
 });
+
+/**
+ * A guest script that SIGKILLs every other process whose command line contains `needle`.
+ * The needle is joined at run time, so this script's own text (and its forks') never holds it.
+ */
+const killMatching = (needle: string) => {
+  const half = Math.floor(needle.length / 2);
+  return `n='${needle.slice(0, half)}'; n="$n${needle.slice(half)}"; ` +
+    `for p in /proc/[0-9]*; do [ "\${p#/proc/}" = "$$" ] && continue; ` +
+    `if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -qF "$n"; then kill -9 \${p#/proc/} 2>/dev/null; fi; done; sleep 600`;
+};
+
+for (const [guard, guardPolicy, needle, cause] of [
+  ["controller lease", { ...policy, controllerLoss: "stop" }, "read -r line", /the controller lease ended inside the guest/],
+  ["guest deadline", { ...policy, execution: { kind: "deadline", timeoutMs: 600_000 } }, "kill -TERM 1", /the guest-side execution deadline ended early/],
+] as const) {
+  engineTest(`DockerSandbox stops when a guest process kills its ${guard}`, async () => {
+    await withWorld(async (world) => {
+      const sandbox = await world.backend.reserve({ policy: guardPolicy }, recordingPort()).start();
+      try {
+        const agent = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", killMatching(needle)] }).start();
+        assert.deepEqual(await agent.exit, { kind: "unavailable", reason: "sandbox_stopped" });
+        assert.equal(sandbox.state, "stopped");
+        assert.match(sandbox.stopCause?.message ?? "", cause);
+      } finally {
+        await sandbox.destroy();
+      }
+    });
+  });
+}

@@ -21,7 +21,7 @@ function normalizeUntyped(options: unknown) {
 test("normalizeAcpSessionOptions fills every default: nothing granted", () => {
   const options = normalizeAcpSessionOptions({});
   assert.deepEqual(options, {
-    clientInfo: { name: "@agentcell/docker", version: "0.1.0" },
+    clientInfo: { name: "@agentcell/docker", version: "0.2.0" },
     cwd: "/workspace/work",
     mcpServers: [],
     fileSystem: undefined,
