@@ -1,0 +1,195 @@
+// The egress proxy program on loopback: allowlist matching, address classes, the resolver
+// override, CONNECT and absolute-form HTTP, and its bounds. Upstreams are local servers, so
+// loopback is reachable only where a test allows 127.0.0.1 explicitly.
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { createServer, request } from "node:http";
+import { connect, createServer as createTcpServer, type AddressInfo } from "node:net";
+import { test } from "node:test";
+import {
+  addressDefect,
+  decide,
+  type EgressEvent,
+  type EgressProxyConfig,
+  hostAllowed,
+  startEgressProxy,
+} from "../../../lib/docker/egress/proxy_program.ts";
+
+const base: EgressProxyConfig = {
+  port: 0,
+  hosts: [],
+  addresses: [],
+  hostAddresses: [],
+  resolve: {},
+  maxConnections: 8,
+  idleTimeoutMs: 30_000,
+  maxBytesPerConnection: 0,
+};
+
+test("hostAllowed matches exact names, subdomain wildcards (not the bare parent) and optional ports", () => {
+  const hosts = ["api.example.com", "*.pypi.org:443", "Mixed.Case.test"];
+  assert.equal(hostAllowed("api.example.com", 8080, hosts), true);
+  assert.equal(hostAllowed("API.Example.com.", 443, hosts), true, "case and a trailing dot do not matter");
+  assert.equal(hostAllowed("x.api.example.com", 443, hosts), false);
+  assert.equal(hostAllowed("files.pypi.org", 443, hosts), true);
+  assert.equal(hostAllowed("a.b.pypi.org", 443, hosts), true);
+  assert.equal(hostAllowed("files.pypi.org", 80, hosts), false, "the port must match when given");
+  assert.equal(hostAllowed("pypi.org", 443, hosts), false, "a wildcard does not match its bare parent");
+  assert.equal(hostAllowed("evilpypi.org", 443, hosts), false);
+  assert.equal(hostAllowed("mixed.case.test", 1, hosts), true);
+});
+
+test("addressDefect refuses loopback, private, link-local, CGNAT, reserved and mapped addresses; public and explicit ones pass", () => {
+  const none = { addresses: [], hostAddresses: [] };
+  for (const address of ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "ff02::1", "2001:db8::1"]) {
+    assert.match(addressDefect(address, none) ?? "", /not a public address/, address);
+  }
+  for (const address of ["93.184.216.34", "8.8.8.8", "172.32.0.1", "2606:4700::1111", "2a00:1450::1"]) {
+    assert.equal(addressDefect(address, none), undefined, address);
+  }
+  assert.equal(addressDefect("10.0.0.5", { addresses: ["10.0.0.0/24"], hostAddresses: [] }), undefined, "explicitly allowed by range");
+  assert.match(addressDefect("8.8.4.4", { addresses: [], hostAddresses: ["8.8.4.4"] }) ?? "", /the host's own addresses/);
+  assert.match(addressDefect("example.com", none) ?? "", /not an IP address/);
+});
+
+test("decide resolves through the override and refuses a listed name that points inside", async () => {
+  const config = { ...base, hosts: ["inside.test", "outside.test", "mixed.test"], resolve: { "inside.test": ["10.0.0.9"], "outside.test": ["93.184.216.34"], "mixed.test": ["93.184.216.34", "127.0.0.1"] } };
+  assert.deepEqual(await decide("outside.test", 443, config), { address: "93.184.216.34" });
+  assert.match((await decide("inside.test", 443, config) as { denied: string }).denied, /inside\.test resolves to 10\.0\.0\.9 is not a public address/);
+  assert.match((await decide("mixed.test", 443, config) as { denied: string }).denied, /127\.0\.0\.1/);
+  assert.match((await decide("elsewhere.test", 443, config) as { denied: string }).denied, /elsewhere\.test:443 is not on the allowlist/);
+  assert.match((await decide("10.0.0.9", 443, config) as { denied: string }).denied, /not on the allowlist/);
+  assert.deepEqual(await decide("10.0.0.9", 443, { ...config, addresses: ["10.0.0.9"] }), { address: "10.0.0.9" });
+});
+
+async function withProxy(
+  config: Partial<EgressProxyConfig>,
+  fn: (port: number, events: EgressEvent[]) => Promise<void>,
+): Promise<void> {
+  const events: EgressEvent[] = [];
+  const proxy = await startEgressProxy({ ...base, ...config }, (event) => events.push(event));
+  try {
+    await fn(proxy.port, events);
+  } finally {
+    await proxy.close();
+  }
+}
+
+/** Resolves once the proxy has reported a `closed` event (it follows the sockets' close). */
+function closedEvent(events: EgressEvent[]): Promise<EgressEvent> {
+  return new Promise((resolve) => {
+    const check = () => {
+      const closed = events.find((e) => e.event === "closed");
+      if (closed) resolve(closed);
+      else setTimeout(check, 10);
+    };
+    check();
+  });
+}
+
+function get(proxyPort: number, url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port: proxyPort, path: url, method: "GET" }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (chunk) => (body += chunk)).on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject).end();
+  });
+}
+
+/** Send a CONNECT and return the socket and the proxy's status line. */
+function tunnel(proxyPort: number, authority: string): Promise<{ socket: ReturnType<typeof connect>; status: string; rest: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(proxyPort, "127.0.0.1", () => socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
+    let seen = "";
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString("latin1");
+      const end = seen.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      socket.off("data", onData);
+      resolve({ socket, status: seen.slice(0, seen.indexOf("\r\n")), rest: seen.slice(end + 4) });
+    };
+    socket.on("data", onData).on("error", reject);
+  });
+}
+
+test("EgressProxy forwards an allowed absolute-form request, refuses another host with 403 and a denied event", async () => {
+  const upstream = createServer((req, res) => res.end(`hello ${req.headers.host} ${req.url}`)).listen(0, "127.0.0.1");
+  await once(upstream, "listening");
+  const port = (upstream.address() as AddressInfo).port;
+  try {
+    await withProxy({ hosts: ["upstream.test"], resolve: { "upstream.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"] }, async (proxyPort, events) => {
+      assert.deepEqual(await get(proxyPort, `http://upstream.test:${port}/path?q=1`), { status: 200, body: `hello upstream.test:${port} /path?q=1` });
+      const refused = await get(proxyPort, `http://other.test:${port}/`);
+      assert.equal(refused.status, 403);
+      assert.match(refused.body, /^egress proxy: denied: other\.test:\d+ is not on the allowlist/);
+      assert.deepEqual(events.map((e) => [e.event, e.host]), [["allowed", "upstream.test"], ["denied", "other.test"]]);
+    });
+    // Without the explicit address, the same name pointing at loopback is refused.
+    await withProxy({ hosts: ["upstream.test"], resolve: { "upstream.test": ["127.0.0.1"] } }, async (proxyPort, events) => {
+      const refused = await get(proxyPort, `http://upstream.test:${port}/`);
+      assert.equal(refused.status, 403);
+      assert.match(events[0].reason ?? "", /127\.0\.0\.1 is not a public address/);
+    });
+  } finally {
+    upstream.close();
+  }
+});
+
+test("EgressProxy tunnels an allowed CONNECT both ways and reports the bytes when it closes", async () => {
+  const echo = createTcpServer((socket) => socket.pipe(socket)).listen(0, "127.0.0.1");
+  await once(echo, "listening");
+  const port = (echo.address() as AddressInfo).port;
+  try {
+    await withProxy({ hosts: [`echo.test:${port}`], resolve: { "echo.test": ["127.0.0.1"] }, addresses: ["127.0.0.1/32"] }, async (proxyPort, events) => {
+      const { socket, status } = await tunnel(proxyPort, `echo.test:${port}`);
+      assert.equal(status, "HTTP/1.1 200 Connection Established");
+      socket.write("ping");
+      const [reply] = await once(socket, "data");
+      assert.equal(reply.toString(), "ping");
+      socket.end();
+      await once(socket, "close");
+      await closedEvent(events);
+      const closed = events.find((e) => e.event === "closed")!;
+      assert.deepEqual([closed.bytesOut, closed.bytesIn, closed.address], [4, 4, "127.0.0.1"]);
+      const denied = await tunnel(proxyPort, `echo.test:${port + 1}`);
+      assert.equal(denied.status, "HTTP/1.1 403 Forbidden");
+      denied.socket.destroy();
+    });
+  } finally {
+    echo.close();
+  }
+});
+
+test("EgressProxy bounds connections at once, bytes per connection and idle time", async () => {
+  const sink = createTcpServer((socket) => socket.on("data", () => {})).listen(0, "127.0.0.1");
+  await once(sink, "listening");
+  const port = (sink.address() as AddressInfo).port;
+  const allow = { hosts: ["sink.test"], resolve: { "sink.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"] };
+  try {
+    await withProxy({ ...allow, maxConnections: 1 }, async (proxyPort, events) => {
+      const first = await tunnel(proxyPort, `sink.test:${port}`);
+      assert.equal(first.status, "HTTP/1.1 200 Connection Established");
+      const second = await tunnel(proxyPort, `sink.test:${port}`);
+      assert.equal(second.status, "HTTP/1.1 503 Service Unavailable");
+      assert.match(events.at(-1)?.reason ?? "", /more than 1 connections at once/);
+      first.socket.destroy();
+      second.socket.destroy();
+    });
+    await withProxy({ ...allow, maxBytesPerConnection: 1000 }, async (proxyPort, events) => {
+      const { socket } = await tunnel(proxyPort, `sink.test:${port}`);
+      socket.write(Buffer.alloc(5000));
+      await once(socket, "close");
+      await closedEvent(events);
+      assert.equal(events.find((e) => e.event === "closed")?.reason, "more than 1000 bytes");
+    });
+    await withProxy({ ...allow, idleTimeoutMs: 100 }, async (proxyPort, events) => {
+      const { socket } = await tunnel(proxyPort, `sink.test:${port}`);
+      await once(socket, "close"); // nothing is sent: only the idle bound can end it
+      await closedEvent(events);
+      assert.equal(events.find((e) => e.event === "closed")?.reason, "idle for 100 ms");
+    });
+  } finally {
+    sink.close();
+  }
+});
