@@ -4,51 +4,20 @@
 // the guest-side deadline, and look-alikes that are never adopted.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
 import { LABELS } from "../../lib/docker/names.ts";
 import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
-import { createFileRecoveryStore, type FileRecoveryStore } from "../../lib/docker/recovery_store.ts";
-import type { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { SandboxConflictError } from "../../lib/sandbox/errors.ts";
-import { busyboxImage, endpoint, engineTest, eventually, runtimeCommand } from "./_engine.ts";
+import { busyboxImage, engineTest, eventually, runtimeCommand } from "./_engine.ts";
+import { assertNothingLeft, onlyRecord, type World, withWorld } from "./_recovery.ts";
 import { recordingPort } from "./_sandbox.ts";
 
 const CHILD = fileURLToPath(new URL("./_controller_child.ts", import.meta.url));
 const policy: SandboxPolicyInput = { resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 } };
-
-interface World {
-  readonly backend: DockerSandboxBackend;
-  readonly store: FileRecoveryStore;
-  readonly spill: string;
-}
-
-async function withWorld(fn: (world: World) => Promise<void>): Promise<void> {
-  const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-recovery-")));
-  try {
-    const spill = join(root, "spill");
-    const store = await createFileRecoveryStore(join(root, "records"));
-    await mkdir(spill);
-    const backend = createDockerSandboxBackend({
-      profile: "linux-x64-cgroupfs",
-      endpoint: endpoint!,
-      namespace: "test",
-      spillDirectory: spill,
-      imageDigest: busyboxImage,
-      user: { uid: 65534, gid: 65534 },
-    });
-    await fn({ backend, store, spill });
-  } finally {
-    await rm(root, { recursive: true, force: true });
-  }
-}
 
 /** Run the child host program until it dies; it must die by SIGKILL. */
 async function runChild(world: World, killAt: string, childPolicy: SandboxPolicyInput = policy): Promise<void> {
@@ -66,29 +35,6 @@ async function runChild(world: World, killAt: string, childPolicy: SandboxPolicy
     }, (error, stdout, stderr) => resolve({ signal: (error as { signal?: string } | null)?.signal ?? null, stdout, stderr }));
   });
   assert.equal(outcome.signal, "SIGKILL", `the child died by SIGKILL at ${killAt}: ${outcome.stdout} ${outcome.stderr}`);
-}
-
-async function onlyRecord(store: FileRecoveryStore): Promise<DockerSandboxRecoveryRecord> {
-  const listed = await store.list();
-  assert.equal(listed.length, 1, "one record in the store");
-  assert.equal(listed[0].kind, "record");
-  return (listed[0] as unknown as { record: DockerSandboxRecoveryRecord }).record;
-}
-
-/** Every name of the record is absent, and so is every recorded ID. */
-async function assertNothingLeft(engine: DockerEngine, record: DockerSandboxRecoveryRecord): Promise<void> {
-  const { names } = record.identity;
-  const gone = (path: string) =>
-    assert.rejects(engine.request("GET", path), (error) => error instanceof DockerEngineError && error.code === "not_found", `${path} remains`);
-  await gone(`/containers/${names.keeper}/json`);
-  await gone(`/containers/${names.accessor}/json`);
-  await gone(`/networks/${names.network}`);
-  await gone(`/volumes/${names.volume}`);
-  for (const [role, entry] of Object.entries(record.resources)) {
-    if (!entry?.id) continue;
-    const path = role === "volume" ? `/volumes/${entry.id}` : role === "network" ? `/networks/${entry.id}` : `/containers/${entry.id}/json`;
-    await gone(path);
-  }
 }
 
 /** Recover every record of the store, clean up, and drop the records whose cleanup completed. */

@@ -5,37 +5,21 @@
 // fresh controller recovers it once the Engine is reachable again and removes exactly those
 // resources. A look-alike with a similar name and copied labels survives untouched.
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { z } from "zod";
-import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
 import { LABELS } from "../../lib/docker/names.ts";
 import { digestOf, type DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
-import { createFileRecoveryStore, type FileRecoveryStore } from "../../lib/docker/recovery_store.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
-import { DockerEngineError } from "../../lib/engine/errors.ts";
 import { SandboxConflictError, SandboxError } from "../../lib/sandbox/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
-import { busyboxImage, endpoint, engineTest } from "./_engine.ts";
+import { endpoint, engineTest } from "./_engine.ts";
 import { type FaultProxy, type RequestMatch, startFaultProxy } from "./_fault_proxy.ts";
+import { assertNothingLeft, onlyRecord, withWorld } from "./_recovery.ts";
 
 const policy: SandboxPolicyInput = {
   resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 },
   network: "outbound",
   deadlines: { startupMs: 5_000, cleanupMs: 2_000 },
 };
-
-function backendOn(via: string, spill: string): DockerSandboxBackend {
-  return createDockerSandboxBackend({
-    profile: "linux-x64-cgroupfs",
-    endpoint: via,
-    namespace: "test",
-    spillDirectory: spill,
-    imageDigest: busyboxImage,
-    user: { uid: 65534, gid: 65534 },
-  });
-}
 
 /**
  * Drop the reply of the request `match` selects (the Engine performs it), then swallow
@@ -53,20 +37,6 @@ function loseReply(proxy: FaultProxy, match: RequestMatch & { occurrence?: numbe
       swallow?.remove();
     },
   };
-}
-
-async function lastRecord(store: FileRecoveryStore): Promise<DockerSandboxRecoveryRecord> {
-  const listed = await store.list();
-  assert.equal(listed.length, 1);
-  assert.equal(listed[0].kind, "record");
-  return (listed[0] as unknown as { record: DockerSandboxRecoveryRecord }).record;
-}
-
-async function absent(engine: DockerEngine, record: DockerSandboxRecoveryRecord): Promise<void> {
-  const { names } = record.identity;
-  for (const path of [`/containers/${names.keeper}/json`, `/containers/${names.accessor}/json`, `/networks/${names.network}`, `/volumes/${names.volume}`]) {
-    await assert.rejects(engine.request("GET", path), (error) => error instanceof DockerEngineError && error.code === "not_found", `${path} remains`);
-  }
 }
 
 /** A volume with a similar name and every copyable label of `record`, but another record digest. */
@@ -109,13 +79,9 @@ const cases: Case[] = [
 
 for (const { role, step, match } of cases) {
   engineTest(`DockerSandbox a lost reply to the ${role} ${step} fails typed, and a fresh recover() removes exactly what exists`, async (engine) => {
-    const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-lost-")));
     await using proxy = await startFaultProxy({ upstream: endpoint! });
-    try {
-      const spill = join(root, "spill");
-      await mkdir(spill);
-      const store = await createFileRecoveryStore(join(root, "records"));
-      const owner = backendOn(proxy.endpoint, spill);
+    await withWorld(async (world) => {
+      const { store, backend: owner } = world;
       let fault: { restore(): void };
       let failure: unknown;
       const outcome = (task: Promise<unknown>) => task.then(() => undefined, (error) => error);
@@ -145,7 +111,7 @@ for (const { role, step, match } of cases) {
       }
       assert.ok(failure instanceof SandboxError, `the ${role} ${step} failed typed: ${failure}`);
       assert.ok(failure.code === "deadline" || failure.code === "engine", `code ${failure.code}`);
-      const record = await lastRecord(store);
+      const record = await onlyRecord(world.store);
       const expected = step === "create" ? "creating" : "removing";
       assert.equal(record.resources[role]?.state, expected, `the record keeps the ${role} ${expected}`);
       if (step === "create") assert.match(failure.message, new RegExp(`whether the ${role} was created is unknown`));
@@ -154,42 +120,35 @@ for (const { role, step, match } of cases) {
       fault.restore();
       const similar = await lookAlike(engine, record);
       try {
-        const fresh = backendOn(proxy.endpoint, spill);
-        const recovery = await fresh.recover(record, store);
+        const recovery = await world.fresh().recover(record, store);
         if (step === "create") {
           assert.equal(recovery.record.resources[role]?.state, "created", "reconciled by exact name, labels and fingerprint");
           assert.ok(recovery.owned.some((owned) => owned.role === role));
         }
         assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
-        await absent(engine, record);
+        await assertNothingLeft(engine, record);
         const survivor = await engine.request("GET", `/volumes/${similar}`, { schema: z.looseObject({ Name: z.string() }) });
         assert.equal(survivor.value.Name, similar, "the look-alike survives untouched");
-        const final = await lastRecord(store);
+        const final = await onlyRecord(world.store);
         assert.ok(Object.values(final.resources).every((entry) => entry?.state === "removed" || entry?.state === "planned"), JSON.stringify(final.resources));
       } finally {
         await engine.request("DELETE", `/volumes/${similar}`, { expect: [204] });
       }
-    } finally {
-      await rm(root, { recursive: true, force: true });
-    }
+    }, proxy.endpoint);
   });
 }
 
 engineTest("DockerSandboxBackend.recover of a record from another daemon conflicts after /version and /info, with no resource request", async () => {
-  const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-daemon-")));
   await using proxy = await startFaultProxy({ upstream: endpoint! });
-  try {
-    const spill = join(root, "spill");
-    await mkdir(spill);
-    const store = await createFileRecoveryStore(join(root, "records"));
-    const owner = backendOn(proxy.endpoint, spill);
-    const sandbox = await owner.reserve({ policy }, store).start();
+  await withWorld(async (world) => {
+    const { store } = world;
+    const sandbox = await world.backend.reserve({ policy }, store).start();
     try {
-      const record = await lastRecord(store);
+      const record = await onlyRecord(world.store);
       const identity = { ...record.identity, daemonId: "ANOTHER:DAEMON" };
       const moved = { ...record, identity, identityDigest: digestOf(identity) };
       const before = proxy.requests.length;
-      await assert.rejects(backendOn(proxy.endpoint, spill).recover(moved, store), (error) =>
+      await assert.rejects(world.fresh().recover(moved, store), (error) =>
         error instanceof SandboxConflictError && error.code === "conflict" &&
         /the record belongs to daemon ANOTHER:DAEMON, and .* serves daemon /.test(error.message) && /nothing was touched, keep the record$/.test(error.message));
       // Version negotiation and daemon admission only: no resource was inspected or touched.
@@ -198,7 +157,5 @@ engineTest("DockerSandboxBackend.recover of a record from another daemon conflic
     } finally {
       await sandbox.destroy();
     }
-  } finally {
-    await rm(root, { recursive: true, force: true });
-  }
+  }, proxy.endpoint);
 });
