@@ -304,14 +304,18 @@ engineTest("DockerSandbox exportTree answers an accessor-name conflict with Sand
 });
 
 /**
- * A guest script that SIGKILLs every other process whose command line contains `needle`.
- * The needle is joined at run time, so this script's own text (and its forks') never holds it.
+ * A guest script that SIGKILLs every other process whose command line contains `needle`,
+ * once at least one exists (the guard may start after this process: it looks again, for at
+ * most 60 s). The needle is joined at run time, so this script's own text (and its forks')
+ * never holds it.
  */
 const killMatching = (needle: string) => {
   const half = Math.floor(needle.length / 2);
-  return `n='${needle.slice(0, half)}'; n="$n${needle.slice(half)}"; ` +
+  return `n='${needle.slice(0, half)}'; n="$n${needle.slice(half)}"; found=0; tries=0; ` +
+    `while [ $found = 0 ] && [ $tries -lt 600 ]; do tries=$((tries + 1)); ` +
     `for p in /proc/[0-9]*; do [ "\${p#/proc/}" = "$$" ] && continue; ` +
-    `if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -qF "$n"; then kill -9 \${p#/proc/} 2>/dev/null; fi; done; sleep 600`;
+    `if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -qF "$n"; then kill -9 \${p#/proc/} 2>/dev/null && found=1; fi; done; ` +
+    `[ $found = 0 ] && sleep 0.1; done; sleep 600`;
 };
 
 for (const [guard, guardPolicy, needle, cause] of [
