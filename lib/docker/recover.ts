@@ -29,7 +29,7 @@ import {
   RECOVERY_SCHEMA,
   recoveryRecordSchema,
 } from "./recovery_record.ts";
-import { REMOVAL_ORDER, removeAllRecorded, resolveByName, RESOURCE_TABLE } from "./resources.ts";
+import { isOwned, REMOVAL_ORDER, removeAllRecorded, resolveByName, RESOURCE_TABLE } from "./resources.ts";
 import { asSandboxError } from "./_engine_errors.ts";
 
 /** Options of `backend.recover()`. */
@@ -148,7 +148,8 @@ export function checkRecoveryRecord(input: unknown, settings: DockerSandboxBacke
  * Recover cleanup ownership of `input` (see the module doc).
  *
  * @throws {SandboxConflictError} see {@linkcode checkRecoveryRecord}; also when the daemon's
- *   ID differs from the record's, and when a `planned` resource's exact name is present
+ *   ID differs from the record's, when a `planned` resource's exact name is present, and
+ *   when a recorded ID names something that is not this record's own
  * @throws {SandboxConfigurationError} for a malformed record
  * @throws {SandboxUnsupportedError} when the daemon is no longer admitted for the profile
  * @throws {SandboxEngineError} / {SandboxDeadlineError} / {SandboxAbortedError} when the
@@ -181,6 +182,12 @@ export async function recoverSandbox(
         // Never dispatched: anything under the name belongs to someone else.
         if (await RESOURCE_TABLE[role].inspect(engine, record, entry.name, call)) {
           throw conflict(`the ${role} was never created by this record, yet its exact name ${entry.name} is present (someone else holds it; it is left alone)`);
+        }
+      } else if (entry.state === "created" || entry.state === "removing") {
+        // Removal goes by this ID: it must still be this record's own (or gone).
+        const observed = await RESOURCE_TABLE[role].inspect(engine, record, entry.id!, call);
+        if (observed && !isOwned(record, role, observed)) {
+          throw conflict(`the ${role} ${entry.id} that the record names is not this record's (its name, labels or configuration differ); it is left alone`);
         }
       } else if (entry.state === "creating") {
         const found = await resolveByName(engine, record, role, call);

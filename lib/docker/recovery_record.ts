@@ -102,7 +102,9 @@ const hex = (length: number) => z.string().regex(new RegExp(`^[0-9a-f]{${length}
 const nameSchema = z.string().min(1).max(255).regex(/^[a-z0-9][a-z0-9_.-]*$/u);
 const resourceSchema = z.strictObject({
   name: nameSchema,
-  id: z.string().min(1).max(255).optional(),
+  // Container and network IDs are exactly 64 hex digits; a volume's ID is its name (checked
+  // against identity.names below). Nothing else may reach an Engine path.
+  id: z.string().regex(/^(?:[0-9a-f]{64}|[a-z0-9][a-z0-9_.-]{0,254})$/u).optional(),
   state: z.enum(["planned", "creating", "created", "removing", "removed"]),
   absentSince: z.number().int().nonnegative().optional(),
 }).refine((resource) => (resource.state === "created" || resource.state === "removing") === (resource.id !== undefined) || resource.state === "removed", {
@@ -129,11 +131,28 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
   }),
   identityDigest: hex(64),
   resources: z.strictObject({
-    volume: resourceSchema.optional(),
+    volume: resourceSchema,
     network: resourceSchema.optional(),
-    keeper: resourceSchema.optional(),
+    keeper: resourceSchema,
     accessor: resourceSchema.optional(),
   }),
+}).superRefine((record, context) => {
+  // The resource table must name the identity's own resources: a name or ID edited into it
+  // (the identity digest does not cover it) is refused, never acted on.
+  for (const [role, entry] of Object.entries(record.resources) as [SandboxResourceRole, { name: string; id?: string } | undefined][]) {
+    if (!entry) continue;
+    if (entry.name !== record.identity.names[role]) {
+      context.addIssue({ code: "custom", path: ["resources", role, "name"], message: `must be the identity's ${role} name ${record.identity.names[role]}` });
+    }
+    const idOk = entry.id === undefined || (role === "volume" ? entry.id === entry.name : /^[0-9a-f]{64}$/u.test(entry.id));
+    if (!idOk) {
+      context.addIssue({
+        code: "custom",
+        path: ["resources", role, "id"],
+        message: role === "volume" ? "must be the volume's name" : "must be a 64-hex-digit Engine ID",
+      });
+    }
+  }
 }) as unknown as z.ZodType<DockerSandboxRecoveryRecord>;
 
 /** JSON with object keys sorted at every level: the input of every digest. */

@@ -10,7 +10,8 @@
  *
  * @module
  */
-import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "../sandbox/backend.ts";
 import { SandboxConfigurationError } from "../sandbox/errors.ts";
@@ -156,12 +157,17 @@ export async function createFileRecoveryStore(directory: string): Promise<FileRe
           error: new SandboxConfigurationError(`Cannot read the recovery record ${file}: ${reason}`, { cause }),
         });
         try {
-          const { size } = await stat(file);
+          const info = await lstat(file);
+          if (!info.isFile()) {
+            out.push(corrupt("it is not a regular file (a link, directory or device is never read)"));
+            continue;
+          }
+          const { size } = info;
           if (size > MAX_RECOVERY_RECORD_BYTES) {
             out.push(corrupt(`it has ${size} bytes, more than ${MAX_RECOVERY_RECORD_BYTES}`));
             continue;
           }
-          const handle = await open(file, "r");
+          const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
           let text: string;
           try {
             text = await handle.readFile({ encoding: "utf8" });

@@ -74,7 +74,26 @@ function containerEntry(): ResourceRoleEntry {
         throw error;
       }
     },
-    remove: (engine, id, options) => removeContainer(engine, id, options),
+    async remove(engine, id, options) {
+      try {
+        return await removeContainer(engine, id, options);
+      } catch (error) {
+        // 409: a removal is already in progress (someone else's, or the Engine's own after
+        // a kill). Done once the container is gone; bounded by the same deadline.
+        if (!(error instanceof DockerEngineError && error.code === "conflict")) throw error;
+        const giveUp = Date.now() + options.timeoutMs;
+        for (let pause = 20; Date.now() < giveUp; pause = Math.min(pause * 2, 1_000)) {
+          await new Promise((resolve) => setTimeout(resolve, pause));
+          try {
+            await inspectContainer(engine, id, { timeoutMs: Math.max(1, giveUp - Date.now()), signal: options.signal });
+          } catch (inspectError) {
+            if (isNotFound(inspectError)) return false;
+            throw inspectError;
+          }
+        }
+        throw error;
+      }
+    },
   };
 }
 

@@ -118,7 +118,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
     // A lease that ends before compute is removed (a guest process killed it) no longer
     // guards anything: the sandbox stops.
     acquired.lease?.lost.then(() =>
-      this.#stopFor(new SandboxStoppedError("Cannot continue: the controller lease ended inside the guest (a process killed it), so the sandbox was stopped"))
+      this.#stopFor(new SandboxStoppedError("Cannot continue: the controller lease ended before compute was removed (a guest process killed it, or the keeper went away), so the sandbox was stopped"))
     ).catch(() => {});
   }
 

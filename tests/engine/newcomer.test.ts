@@ -112,6 +112,15 @@ engineTest(`README hello world runs from a scratch project on ${runtime} with th
   });
 }, { timeout: 300_000 });
 
+engineTest(`the ACP entry point @agentcell/docker/acp resolves from a scratch project on ${runtime} with the documented setup`, async () => {
+  await withProject(async (directory) => {
+    await writeFile(join(directory, "acp.ts"), 'import { startAcpSession } from "@agentcell/docker/acp";\nconsole.log(typeof startAcpSession);\n');
+    const result = await run(runCommand("run", runtime).map((part) => part === "hello.ts" ? "acp.ts" : part), directory);
+    assert.equal(result.code, 0, `exit ${result.code} ${result.signal ?? ""}\n${result.stdout}\n${result.stderr}`);
+    assert.equal(result.stdout, "function\n");
+  });
+}, { timeout: 300_000 });
+
 engineTest(`README Ctrl-C block cleans up on SIGINT on ${runtime}`, async (engine) => {
   await withProject(async (directory) => {
     await writeFile(join(directory, "host.ts"), block("ctrl-c"));

@@ -319,7 +319,7 @@ const killMatching = (needle: string) => {
 };
 
 for (const [guard, guardPolicy, needle, cause] of [
-  ["controller lease", { ...policy, controllerLoss: "stop" }, "read -r line", /the controller lease ended inside the guest/],
+  ["controller lease", { ...policy, controllerLoss: "stop" }, "read -r line", /the controller lease ended before compute was removed/],
   ["guest deadline", { ...policy, execution: { kind: "deadline", timeoutMs: 600_000 } }, "kill -TERM 1", /the guest-side execution deadline ended early/],
 ] as const) {
   engineTest(`DockerSandbox stops when a guest process kills its ${guard}`, async () => {
@@ -330,6 +330,49 @@ for (const [guard, guardPolicy, needle, cause] of [
         assert.deepEqual(await agent.exit, { kind: "unavailable", reason: "sandbox_stopped" });
         assert.equal(sandbox.state, "stopped");
         assert.match(sandbox.stopCause?.message ?? "", cause);
+      } finally {
+        await sandbox.destroy();
+      }
+    });
+  });
+}
+
+engineTest("DockerSandboxBackend.recover refuses a record whose recorded ID is someone else's container, and touches nothing", async (engine) => {
+  await withWorld(async (world) => {
+    await runChild(world, "running");
+    const record = await onlyRecord(world.store);
+    const decoy = await engine.request("POST", "/containers/create", {
+      json: { Image: busyboxImage, Cmd: ["true"] },
+      expect: [201],
+      schema: z.looseObject({ Id: z.string() }),
+    });
+    try {
+      const edited = { ...record, resources: { ...record.resources, keeper: { ...record.resources.keeper!, id: decoy.value.Id } } };
+      await assert.rejects(world.backend.recover(edited, world.store), (error) =>
+        error instanceof SandboxConflictError && /the keeper [0-9a-f]{64} that the record names is not this record's/.test(error.message));
+      const still = await engine.request("GET", `/containers/${decoy.value.Id}/json`, { schema: keeperState });
+      assert.equal(still.value.State.Status, "created", "the decoy is untouched");
+      assert.deepEqual(await reclaim(world), { complete: 1, uncertain: 0 }, "the true record still reclaims");
+      await assertNothingLeft(engine, record);
+    } finally {
+      await engine.request("DELETE", `/containers/${decoy.value.Id}`, { query: { force: true }, expect: [204] });
+    }
+  });
+});
+
+for (const controllerLoss of ["continue", "stop"] as const) {
+  engineTest(`DockerSandbox whose keeper is removed from outside settles the process receipt (controllerLoss "${controllerLoss}")`, async (engine) => {
+    await withWorld(async (world) => {
+      const sandbox = await world.backend.reserve({ policy: { ...policy, controllerLoss } }, recordingPort()).start();
+      try {
+        const agent = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["600"] }).start();
+        const output = Promise.all([new Response(agent.stdout).text(), new Response(agent.stderr).text()]).catch((error) => error);
+        await engine.request("DELETE", `/containers/${sandbox.resources.keeperId}`, { query: { force: true }, expect: [204] });
+        const receipt = await agent.exit;
+        // The Engine may still report the killed exec (128 or more), or the removal made it unobservable.
+        assert.ok(receipt.kind === "unavailable" || (receipt.kind === "exited" && receipt.code >= 128), JSON.stringify(receipt));
+        await output;
+        assert.equal(sandbox.state, "stopped");
       } finally {
         await sandbox.destroy();
       }

@@ -145,3 +145,22 @@ test("RecoveryLog.mark of a role the record does not hold is an error", async ()
     assert.throws(() => log.replace("accessor", "created", "x"), SandboxStateError);
   });
 });
+
+test("backend.recover refuses a resource table edited to name something else, before any Engine access", async () => {
+  await withBackend(async (backend, connections) => {
+    const record = recordFor(backend);
+    const { names } = record.identity;
+    const edits: [string, unknown, RegExp][] = [
+      ["a container name as the keeper ID", { ...record.resources, keeper: { name: names.keeper, state: "created", id: "someones-container" } }, /^Cannot recover sandbox: record\.resources\.keeper\.id must be a 64-hex-digit Engine ID$/],
+      ["a path as the keeper ID", { ...record.resources, keeper: { name: names.keeper, state: "created", id: "../volumes/x" } }, /record\.resources\.keeper\.id /],
+      ["another volume as the volume ID", { ...record.resources, volume: { name: names.volume, state: "created", id: "other-volume" } }, /record\.resources\.volume\.id must be the volume's name/],
+      ["another keeper name", { ...record.resources, keeper: { name: "agentcell-unit-other-keeper", state: "planned" } }, /record\.resources\.keeper\.name must be the identity's keeper name/],
+      ["no resources at all", {}, /record\.resources\.volume is required/],
+    ];
+    for (const [what, resources, message] of edits) {
+      await assert.rejects(backend.recover({ ...record, resources }, port), (error) =>
+        error instanceof SandboxConfigurationError && error.code === "configuration" && message.test(error.message), what);
+    }
+    assert.equal(connections(), 0, "no request was made");
+  });
+});

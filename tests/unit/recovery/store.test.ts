@@ -1,7 +1,7 @@
 // createFileRecoveryStore: one JSON file per reservation, atomic replacement, corrupt files
 // reported, bounded sizes.
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -76,4 +76,17 @@ test("FileRecoveryStore refuses records without a reservation ID, over 64 KiB, a
   });
   await assert.rejects(createFileRecoveryStore("relative/records"), (error) =>
     error instanceof SandboxConfigurationError && /^Cannot open the recovery store: directory /.test(error.message));
+});
+
+test("FileRecoveryStore reports a record file that is a symbolic link as corrupt and never reads its target", async () => {
+  await withDirectory(async (directory) => {
+    const store = await createFileRecoveryStore(directory);
+    const target = join(directory, "..", "secret.txt");
+    await writeFile(target, "root:x:0:0");
+    await symlink(target, join(directory, `${a}.json`));
+    const [entry] = await store.list();
+    assert.equal(entry.kind, "corrupt");
+    assert.match(entry.kind === "corrupt" ? entry.error.message : "", /it is not a regular file/);
+    assert.doesNotMatch(entry.kind === "corrupt" ? entry.error.message : "", /root:x/);
+  });
 });
