@@ -5,6 +5,8 @@
 #
 #   scripts/guest-images.sh busybox   print the busybox guest's sha256: image ID
 #   scripts/guest-images.sh node      print the node guest's sha256: image ID
+#   scripts/guest-images.sh dataset   print the dataset image's sha256: image ID
+#   scripts/guest-images.sh dataset-foreign   print the foreign dataset image's sha256: ID
 #
 # The endpoint comes from AGENTCELL_TEST_ENGINE (unix:///abs/path.sock), else the private
 # engine's default socket. Images are tagged agentcell-test/<name>:<version> so a second
@@ -15,6 +17,12 @@
 #   volumes, no entrypoint.
 # node guest: the busybox guest plus the Linux x64 `node` from this project's node_modules
 #   at /usr/local/bin/node with the shared libraries it links against.
+# dataset image (data only, no shell): /corpus/README.txt "reference corpus\n",
+#   /corpus/docs/a.txt "alpha\n", /corpus/docs/b.txt "bravo\n", an empty /corpus/empty
+#   directory, /notes.txt "top-level notes\n"; root-owned, files 0644, directories 0755.
+# dataset-foreign image: a data image a workload could not run as: linux/arm64, Env
+#   DATASET=foreign, a declared volume /data; /foreign.txt "foreign\n". Datasets need not
+#   match the workload's architecture or fixed Env, so it must still attach.
 set -euo pipefail
 
 ENDPOINT=${AGENTCELL_TEST_ENGINE:-unix:///run/agentcell-test-engine/docker.sock}
@@ -76,8 +84,25 @@ node_rootfs() { # dir
   done
 }
 
-import_image() { # name rootfs-builder
-  local name=$1 builder=$2 tag="agentcell-test/$1:$VERSION" id work changes=""
+dataset_rootfs() { # dir
+  local root=$1
+  mkdir -p "$root/corpus/docs" "$root/corpus/empty"
+  printf 'reference corpus\n' >"$root/corpus/README.txt"
+  printf 'alpha\n' >"$root/corpus/docs/a.txt"
+  printf 'bravo\n' >"$root/corpus/docs/b.txt"
+  printf 'top-level notes\n' >"$root/notes.txt"
+  find "$root" -type d -exec chmod 0755 {} + && find "$root" -type f -exec chmod 0644 {} +
+}
+
+foreign_rootfs() { # dir
+  mkdir -p "$1" && printf 'foreign\n' >"$1/foreign.txt" && chmod 0644 "$1/foreign.txt" && chmod 0755 "$1"
+}
+
+import_image() { # name rootfs-builder [query: extra create parameters, say &platform=…] [changes...]
+  local name=$1 builder=$2 query=${3:-} tag="agentcell-test/$1:$VERSION" id work changes="" e
+  shift 2; [ $# -gt 0 ] && shift
+  local env=("${FIXED_ENV[@]/#/ENV }")
+  [ $# -gt 0 ] && env=("$@")
   id=$(image_id "$tag")
   if [ -n "$id" ]; then echo "$id"; return 0; fi
   say "building the $name guest image"
@@ -85,9 +110,9 @@ import_image() { # name rootfs-builder
   trap 'rm -rf "$work"' RETURN
   "$builder" "$work/rootfs"
   tar --numeric-owner --owner=0 --group=0 -C "$work/rootfs" -cf "$work/rootfs.tar" .
-  for e in "${FIXED_ENV[@]}"; do changes+="&changes=$(jq -rn --arg v "ENV $e" '$v|@uri')"; done
+  for e in "${env[@]}"; do changes+="&changes=$(jq -rn --arg v "$e" '$v|@uri')"; done
   api -X POST -H 'Content-Type: application/x-tar' --data-binary "@$work/rootfs.tar" \
-    "http://docker/images/create?fromSrc=-&repo=agentcell-test/$name&tag=$VERSION$changes" >"$work/out.json" ||
+    "http://docker/images/create?fromSrc=-&repo=agentcell-test/$name&tag=$VERSION$query$changes" >"$work/out.json" ||
     die "cannot import the $name guest image"
   id=$(image_id "$tag")
   [ -n "$id" ] || die "cannot find the $name guest image after import: $(cat "$work/out.json")"
@@ -97,5 +122,7 @@ import_image() { # name rootfs-builder
 case "${1:-}" in
   busybox) import_image busybox busybox_rootfs ;;
   node) import_image node node_rootfs ;;
-  *) die "usage: $0 busybox|node" ;;
+  dataset) import_image dataset dataset_rootfs ;;
+  dataset-foreign) import_image dataset-foreign foreign_rootfs "&platform=linux/arm64" "ENV DATASET=foreign" "VOLUME /data" ;;
+  *) die "usage: $0 busybox|node|dataset|dataset-foreign" ;;
 esac

@@ -22,6 +22,18 @@
 #   AGENTCELL_ENGINE_RUN    runtime dir: socket, exec root, pid file
 #                           (default /run/agentcell-test-engine)
 #   AGENTCELL_ENGINE_SUITE  debian suite for docker.io/containerd: sid or trixie (default sid)
+#   AGENTCELL_ENGINE_BESIDE set to 1 for a second engine beside another on this host (the
+#                           compat lane's Debian 13 engine beside the main one): it then
+#                           never programs iptables and allocates bridge subnets from
+#                           10.213.0.0/16 only. Every dockerd that programs iptables flushes
+#                           the Docker chains (DOCKER, DOCKER-ISOLATION-STAGE-1/2, and in 28
+#                           DOCKER-FORWARD/-BRIDGE/-CT) when it starts (libnetwork's
+#                           removeIPChains), which would cut the other engine's bridge
+#                           networks off; and two daemons allocating from the same default
+#                           pools would route one subnet to two bridges. Without iptables the
+#                           second engine's `outbound` networks reach host listeners through
+#                           their gateway, but not beyond the host (no NAT, FORWARD drops).
+#                           Give such an engine its own AGENTCELL_ENGINE_HOME and _RUN.
 set -euo pipefail
 
 HOME_DIR=${AGENTCELL_ENGINE_HOME:-/var/lib/agentcell-test-engine}
@@ -32,6 +44,10 @@ PIDFILE="$RUN_DIR/dockerd.pid"
 LOG="$HOME_DIR/dockerd-$SUITE.log"
 ROOT="$HOME_DIR/root-$SUITE"
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+BESIDE_ARGS=()
+if [ "${AGENTCELL_ENGINE_BESIDE:-}" = 1 ]; then
+  BESIDE_ARGS=(--iptables=false --ip6tables=false --ip-forward=false --default-address-pool base=10.213.0.0/16,size=24)
+fi
 
 say() { printf 'test-engine: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -112,6 +128,7 @@ start_engine() {
     --exec-opt native.cgroupdriver=cgroupfs \
     --storage-driver overlay2 \
     --log-level warn \
+    "${BESIDE_ARGS[@]}" \
     </dev/null >"$LOG" 2>&1 &
   local i
   for i in $(seq 1 120); do

@@ -36,6 +36,10 @@ import { createRecorded, isOwned, removeAllRecorded, RESOURCE_TABLE } from "./re
 import { verifySpillDirectory } from "./spill_directory.ts";
 import { asSandboxError } from "./_engine_errors.ts";
 import { verifyWorkload, type WorkloadSpec, keeperCreateBody } from "./workload.ts";
+import { imageMountCount, keeperMounts } from "./mounts.ts";
+import { admitDatasetEngine, admitDatasetImages } from "./datasets/admission.ts";
+import { missingSubpathError } from "./datasets/missing_subpath.ts";
+import { assertCreateWarnings } from "./datasets/warnings.ts";
 import { createWorkDirectory } from "./work_directory.ts";
 
 /** What startup produced: the exact resources of a running sandbox. */
@@ -102,6 +106,11 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     const [version, info] = await Promise.all([engine.version(checkpoint()), engine.info(checkpoint())]);
     const admission = admitDaemon(settings.profile, version, info);
     admitImage(settings.imageDigest, await inspectImage(engine, settings.imageDigest, checkpoint()), settings.profile);
+    admitDatasetEngine(settings.datasets, version);
+    admitDatasetImages(
+      settings.datasets,
+      await Promise.all(settings.datasets.map((dataset) => inspectImage(engine, dataset.imageDigest, checkpoint()))),
+    );
 
     // The planned record, persisted before any resource effect.
     const identity: RecoveryIdentity = {
@@ -159,24 +168,31 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       imageDigest: settings.imageDigest,
       user: settings.user,
       policy,
-      volumeName: names.volume,
+      mounts: keeperMounts(names.volume, settings.datasets),
       networkName: outbound ? names.network : undefined,
       labels: labels("keeper"),
       appArmorProfile: admission.appArmorProfile,
     };
     checkpoint();
-    const keeperId = await create("keeper", "create keeper container", async () =>
-      (await createContainer(engine, names.keeper, keeperCreateBody(spec), {
+    let warnings: readonly string[] = [];
+    const keeperId = await create("keeper", "create keeper container", async () => {
+      const created = await createContainer(engine, names.keeper, keeperCreateBody(spec), {
         timeoutMs: remaining(),
         platform: settings.profile.image.platform,
-      })).id);
+      });
+      warnings = created.warnings;
+      return created.id;
+    });
+    assertCreateWarnings(warnings, imageMountCount(spec.mounts), "start sandbox");
     const createdInspect = await inspectContainer(engine, keeperId, checkpoint());
     if (!labelsMatch(createdInspect.Config.Labels, labels("keeper")) || createdInspect.Name !== `/${names.keeper}`) {
       throw new SandboxConflictError(`Cannot start sandbox: container ${names.keeper} reads back with another name or labels`);
     }
     verifyWorkload(createdInspect, spec, false);
     await createWorkDirectory(engine, keeperId, settings.user, checkpoint());
-    await startContainer(engine, keeperId, checkpoint());
+    await startContainer(engine, keeperId, checkpoint()).catch((error) => {
+      throw missingSubpathError(error, settings.datasets) ?? error;
+    });
     verifyWorkload(await inspectContainer(engine, keeperId, checkpoint()), spec, true);
     const lease = policy.controllerLoss === "stop"
       ? await startControllerLease({ engine, keeperId, user: settings.user, ...checkpoint() })

@@ -9,6 +9,7 @@ import { parseConfiguration } from "../sandbox/_zod_issues.ts";
 import { SandboxConfigurationError } from "../sandbox/errors.ts";
 import { endpointDefect } from "../engine/endpoint.ts";
 import { DOCKER_SANDBOX_PROFILES, type DockerSandboxProfile, type DockerSandboxProfileRow } from "./profiles.ts";
+import { type DockerSandboxDataset, normalizeDatasets } from "./datasets/configuration.ts";
 
 /** Highest UID/GID admitted: the tar ownership range this backend writes (1 … 262,143). */
 export const MAX_GUEST_ID = 262_143;
@@ -34,6 +35,14 @@ export interface DockerSandboxBackendConfig {
   readonly imageDigest: string;
   /** Non-root guest identity; `uid` and `gid` each 1 … 262,143. */
   readonly user: { readonly uid: number; readonly gid: number };
+  /**
+   * Read-only dataset images mounted at `/datasets/<name>` in every sandbox (at most 32; see
+   * {@linkcode DockerSandboxDataset}). A non-empty list needs Engine API 1.48 or newer
+   * (image mounts); an empty one adds no requirement.
+   *
+   * @default [] (none)
+   */
+  readonly datasets?: readonly DockerSandboxDataset[];
 }
 
 /** The validated, frozen configuration. */
@@ -50,6 +59,8 @@ export interface DockerSandboxBackendSettings {
   readonly imageDigest: string;
   /** Guest identity. */
   readonly user: { readonly uid: number; readonly gid: number };
+  /** The datasets, sorted by name, frozen (empty when none). */
+  readonly datasets: readonly DockerSandboxDataset[];
 }
 
 const guestId = z.number().int({ error: `must be an integer from 1 to ${MAX_GUEST_ID}` })
@@ -70,6 +81,8 @@ const configSchema = z.strictObject({
       "must be sha256: followed by 64 lowercase hexadecimal digits, the exact ID of a local image (names and tags are not accepted; list IDs with docker image ls --no-trunc)",
   }),
   user: z.strictObject({ uid: guestId, gid: guestId }),
+  // Checked entry by entry by normalizeDatasets, so messages name the index as given.
+  datasets: z.unknown().optional(),
 });
 
 /**
@@ -93,7 +106,8 @@ export function canonicalPathDefect(path: string): string | undefined {
 /**
  * Validate and normalise a backend configuration. Inert: no I/O.
  *
- * @throws {SandboxConfigurationError} naming the first invalid field
+ * @throws {SandboxConfigurationError} naming the first invalid field (for a dataset,
+ *   `config.datasets[<index>].<field>` with the index as given)
  */
 export function normalizeBackendConfig(config: DockerSandboxBackendConfig): DockerSandboxBackendSettings {
   const action = "create Docker sandbox backend";
@@ -102,6 +116,7 @@ export function normalizeBackendConfig(config: DockerSandboxBackendConfig): Dock
   if (endpointProblem) throw new SandboxConfigurationError(`Cannot ${action}: config.endpoint ${endpointProblem}`);
   const defect = canonicalPathDefect(parsed.spillDirectory);
   if (defect) throw new SandboxConfigurationError(`Cannot ${action}: config.spillDirectory ${defect}`);
+  const datasets = normalizeDatasets(parsed.datasets, action);
   return Object.freeze({
     profile: DOCKER_SANDBOX_PROFILES[parsed.profile ?? "linux-x64"],
     endpoint: parsed.endpoint,
@@ -109,5 +124,6 @@ export function normalizeBackendConfig(config: DockerSandboxBackendConfig): Dock
     spillDirectory: parsed.spillDirectory,
     imageDigest: parsed.imageDigest,
     user: Object.freeze({ uid: parsed.user.uid, gid: parsed.user.gid }),
+    datasets,
   });
 }

@@ -172,11 +172,13 @@ export function digestOf(value: unknown): string {
 }
 
 /**
- * The configuration a record is bound to: the normalized profile, user, image and the sorted
- * dataset list (none today).
+ * The configuration a record is bound to: the normalized profile, user, image and the
+ * dataset list as normalized (sorted by name; each `name`, `imageDigest` and `subpath` when
+ * given). A backend with another dataset list conflicts with the record before any Engine
+ * access.
  */
 export function configurationDigest(settings: DockerSandboxBackendSettings): string {
-  return digestOf({ profile: settings.profile, user: settings.user, imageDigest: settings.imageDigest, datasets: [] });
+  return digestOf({ profile: settings.profile, user: settings.user, imageDigest: settings.imageDigest, datasets: settings.datasets });
 }
 
 /** The digest of a normalized request policy. */

@@ -13,9 +13,9 @@ import { FIXED_GUEST_ENV } from "../sandbox/process.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 import { SandboxUnsupportedError } from "../sandbox/errors.ts";
 import type { ContainerInspect } from "../engine/containers.ts";
+import { mountMismatches, WORKSPACE_PATH, type WorkloadMount } from "./mounts.ts";
 
-/** Guest path of the workspace volume. */
-export const WORKSPACE_PATH = "/workspace";
+export { WORKSPACE_PATH } from "./mounts.ts";
 /** Guest path the workload writes (created owned by the sandbox user). */
 export const WORK_PATH = "/workspace/work";
 /** Guest HOME (a tmpfs). */
@@ -40,8 +40,11 @@ export interface WorkloadSpec {
   readonly user: { readonly uid: number; readonly gid: number };
   /** Normalised policy. */
   readonly policy: SandboxPolicy;
-  /** Name of the private volume. */
-  readonly volumeName: string;
+  /**
+   * The container's mounts (`./mounts.ts`): for the keeper the volume writable and every
+   * dataset read-only; for the export accessor only the volume, read-only.
+   */
+  readonly mounts: readonly WorkloadMount[];
   /** Network name (`outbound`), or `undefined` for `none`. */
   readonly networkName: string | undefined;
   /** Exact labels of the container. */
@@ -64,7 +67,8 @@ export function nanoCpus(cpus: number): number {
 }
 
 /**
- * The `POST /containers/create` body of the keeper (Engine API v1.44+).
+ * The `POST /containers/create` body of the keeper (Engine API v1.44+; v1.48+ when the
+ * mounts include datasets) or, with the accessor's spec, of the export accessor.
  */
 export function keeperCreateBody(spec: WorkloadSpec): Record<string, unknown> {
   const { policy, user } = spec;
@@ -101,7 +105,7 @@ export function keeperCreateBody(spec: WorkloadSpec): Record<string, unknown> {
         [HOME_PATH]: tmpfsOptions(policy.tmpfs.homeBytes, user, "0700"),
         [TMP_PATH]: tmpfsOptions(policy.tmpfs.tmpBytes, user, "1777"),
       },
-      Mounts: [{ Type: "volume", Source: spec.volumeName, Target: WORKSPACE_PATH, ReadOnly: false, VolumeOptions: { NoCopy: true } }],
+      Mounts: spec.mounts.map((mount) => ({ ...mount })),
       Binds: [],
       Devices: [],
       PortBindings: {},
@@ -159,18 +163,7 @@ export function workloadMismatches(inspect: ContainerInspect, spec: WorkloadSpec
       tmpfs[TMP_PATH] === tmpfsOptions(policy.tmpfs.tmpBytes, spec.user, "1777"),
     `tmpfs mounts are ${JSON.stringify(tmpfs)}`,
   );
-  const mounts = host.Mounts ?? [];
-  check(
-    mounts.length === 1 && mounts[0].Type === "volume" && mounts[0].Source === spec.volumeName &&
-      mounts[0].Target === WORKSPACE_PATH && !mounts[0].ReadOnly,
-    `requested mounts are ${JSON.stringify(mounts)}`,
-  );
-  const effective = inspect.Mounts;
-  check(
-    effective.length === 1 && effective[0].Type === "volume" && effective[0].Name === spec.volumeName &&
-      effective[0].Destination === WORKSPACE_PATH && effective[0].RW,
-    `effective mounts are ${JSON.stringify(effective.map((m) => [m.Type, m.Name, m.Destination]))}`,
-  );
+  problems.push(...mountMismatches(inspect, spec.mounts));
   check((host.Binds ?? []).length === 0, "host binds are present");
   check((host.Devices ?? []).length === 0 && (host.DeviceRequests ?? []).length === 0, "devices are present");
   check(Object.keys(host.PortBindings ?? {}).length === 0 && !host.PublishAllPorts, "ports are published");

@@ -13,8 +13,10 @@ import type { DockerEngine } from "../../engine/client.ts";
 import { type ContainerInspect, createContainer, inspectContainer } from "../../engine/containers.ts";
 import { labelsMatch } from "../names.ts";
 import type { RecoveryLog } from "../recovery_log.ts";
-import { createRecorded } from "../resources.ts";
-import { keeperCreateBody, WORKSPACE_PATH, type WorkloadSpec, workloadMismatches } from "../workload.ts";
+import { createRecorded, removeRecorded } from "../resources.ts";
+import { accessorMounts } from "../mounts.ts";
+import { assertCreateWarnings } from "../datasets/warnings.ts";
+import { keeperCreateBody, type WorkloadSpec, workloadMismatches } from "../workload.ts";
 
 /** Everything creating the accessor needs. */
 export interface AccessorContext {
@@ -35,47 +37,42 @@ export interface AccessorContext {
   readonly signal?: AbortSignal;
 }
 
-/** The accessor's spec: the keeper's, without a network and with its own labels. */
-function accessorSpec(spec: WorkloadSpec, labels: Readonly<Record<string, string>>): WorkloadSpec {
-  return { ...spec, networkName: undefined, labels };
+/**
+ * The accessor's spec: the keeper's image, user and hardening, network mode `none`, its own
+ * labels, and only the workspace volume, read-only (never a dataset).
+ *
+ * @param spec The keeper's spec.
+ * @param labels The accessor's labels.
+ * @returns The accessor's spec.
+ */
+export function accessorSpec(spec: WorkloadSpec, labels: Readonly<Record<string, string>>): WorkloadSpec {
+  return { ...spec, networkName: undefined, labels, mounts: accessorMounts(spec.mounts) };
 }
 
 /**
- * The `POST /containers/create` body of the accessor: the keeper's body with network mode
- * `none`, the accessor's labels and the workspace volume read-only.
+ * The `POST /containers/create` body of the accessor: the keeper's body built from
+ * {@linkcode accessorSpec}.
  *
  * @param spec The keeper's spec.
  * @param labels The accessor's labels.
  * @returns The create body.
  */
 export function accessorCreateBody(spec: WorkloadSpec, labels: Readonly<Record<string, string>>): Record<string, unknown> {
-  const body = keeperCreateBody(accessorSpec(spec, labels));
-  const host = body.HostConfig as Record<string, unknown>;
-  host.Mounts = [{ Type: "volume", Source: spec.volumeName, Target: WORKSPACE_PATH, ReadOnly: true, VolumeOptions: { NoCopy: true } }];
-  return body;
+  return keeperCreateBody(accessorSpec(spec, labels));
 }
 
 /**
- * Compare the accessor's readback with its spec: everything the keeper's readback checks
- * (with network `none`), the read-only workspace mount, and that it was never started.
+ * Compare the accessor's readback with its spec: the one readback routine of workload
+ * containers (hardening, network `none`, the read-only workspace as its only mount), its
+ * labels, and that it was never started.
  *
  * @returns one sentence per mismatch
  */
 export function accessorMismatches(inspect: ContainerInspect, spec: WorkloadSpec, labels: Readonly<Record<string, string>>): string[] {
   const problems: string[] = [];
-  const requested = inspect.HostConfig.Mounts ?? [];
-  const effective = inspect.Mounts;
-  const readOnly = requested.length === 1 && requested[0].ReadOnly === true && effective.length === 1 && effective[0].RW === false;
-  if (!readOnly) problems.push(`the workspace mount is not read-only (${JSON.stringify(effective.map((m) => [m.Name, m.RW]))})`);
   if (inspect.State.Status !== "created" || inspect.State.Running) problems.push(`state is ${inspect.State.Status}, not created`);
   if (!labelsMatch(inspect.Config.Labels, labels)) problems.push("labels differ");
-  // The keeper's checks expect a writable mount; the read-only flag was checked above.
-  const asWritable: ContainerInspect = {
-    ...inspect,
-    HostConfig: { ...inspect.HostConfig, Mounts: requested.map((mount) => ({ ...mount, ReadOnly: false })) },
-    Mounts: effective.map((mount) => ({ ...mount, RW: true })),
-  };
-  problems.push(...workloadMismatches(asWritable, accessorSpec(spec, labels), false));
+  problems.push(...workloadMismatches(inspect, accessorSpec(spec, labels), false));
   return problems;
 }
 
@@ -85,19 +82,35 @@ export function accessorMismatches(inspect: ContainerInspect, spec: WorkloadSpec
  * an unknown outcome is resolved by the exact name, and adopted only when it is this
  * record's own.
  *
+ * Any warning in the create reply is unexpected (the accessor mounts no image): the accessor
+ * is removed again and the export fails.
+ *
  * @returns the accessor's container ID; check it with {@linkcode verifyAccessor} next
  * @throws {SandboxConflictError} when the name is taken
+ * @throws {SandboxUnsupportedError} when the Engine warned on create (the accessor is removed)
  * @throws {SandboxError} when the Engine fails (an unknown outcome says so)
  */
 export async function createAccessor(context: AccessorContext): Promise<string> {
   const { engine, log, name, labels, timeoutMs, signal } = context;
   log.add("accessor");
-  return await createRecorded(engine, log, "accessor", "create export accessor", async () =>
-    (await createContainer(engine, name, accessorCreateBody(context.spec, labels), {
+  let warnings: readonly string[] = [];
+  const id = await createRecorded(engine, log, "accessor", "create export accessor", async () => {
+    const created = await createContainer(engine, name, accessorCreateBody(context.spec, labels), {
       timeoutMs,
       signal,
       platform: context.platform,
-    })).id, { timeoutMs });
+    });
+    warnings = created.warnings;
+    return created.id;
+  }, { timeoutMs });
+  try {
+    assertCreateWarnings(warnings, 0, "create export accessor");
+  } catch (error) {
+    // A failed removal leaves the entry recorded: destroy() removes it.
+    await removeRecorded(engine, log, "accessor", { timeoutMs }).catch(() => {});
+    throw error;
+  }
+  return id;
 }
 
 /**
