@@ -59,8 +59,10 @@ case " $LANES " in
     fi
     AGENTCELL_TEST_BUSYBOX_IMAGE=$(bash scripts/guest-images.sh busybox) || { echo "cannot make the busybox guest"; exit 1; }
     AGENTCELL_TEST_NODE_IMAGE=$(bash scripts/guest-images.sh node) || { echo "cannot make the node guest"; exit 1; }
-    export AGENTCELL_TEST_BUSYBOX_IMAGE AGENTCELL_TEST_NODE_IMAGE
-    echo "engine $AGENTCELL_TEST_ENGINE; busybox guest $AGENTCELL_TEST_BUSYBOX_IMAGE; node guest $AGENTCELL_TEST_NODE_IMAGE"
+    AGENTCELL_TEST_DATASET_IMAGE=$(bash scripts/guest-images.sh dataset) || { echo "cannot make the dataset image"; exit 1; }
+    AGENTCELL_TEST_FOREIGN_DATASET_IMAGE=$(bash scripts/guest-images.sh dataset-foreign) || { echo "cannot make the foreign dataset image"; exit 1; }
+    export AGENTCELL_TEST_BUSYBOX_IMAGE AGENTCELL_TEST_NODE_IMAGE AGENTCELL_TEST_DATASET_IMAGE AGENTCELL_TEST_FOREIGN_DATASET_IMAGE
+    echo "engine $AGENTCELL_TEST_ENGINE; busybox guest $AGENTCELL_TEST_BUSYBOX_IMAGE; node guest $AGENTCELL_TEST_NODE_IMAGE; datasets $AGENTCELL_TEST_DATASET_IMAGE $AGENTCELL_TEST_FOREIGN_DATASET_IMAGE"
     ;;
 esac
 

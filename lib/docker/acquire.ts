@@ -189,10 +189,13 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       throw new SandboxConflictError(`Cannot start sandbox: container ${names.keeper} reads back with another name or labels`);
     }
     verifyWorkload(createdInspect, spec, false);
-    await createWorkDirectory(engine, keeperId, settings.user, checkpoint());
-    await startContainer(engine, keeperId, checkpoint()).catch((error) => {
+    // The first calls that mount the keeper's file systems: a dataset subpath missing from
+    // its image fails here.
+    const explained = (error: unknown) => {
       throw missingSubpathError(error, settings.datasets) ?? error;
-    });
+    };
+    await createWorkDirectory(engine, keeperId, settings.user, checkpoint()).catch(explained);
+    await startContainer(engine, keeperId, checkpoint()).catch(explained);
     verifyWorkload(await inspectContainer(engine, keeperId, checkpoint()), spec, true);
     const lease = policy.controllerLoss === "stop"
       ? await startControllerLease({ engine, keeperId, user: settings.user, ...checkpoint() })

@@ -45,12 +45,17 @@ import { concatBytes } from "../../lib/engine/http/_bytes.ts";
  *   wire, chunk framing included) pass, then the client's connection is closed and the
  *   Engine's destroyed. A reply whose body is shorter passes whole and is then cut the
  *   same way (which, for a complete reply, the client does not notice).
+ * - `rewrite`: the Engine's whole reply (at most 1 MiB) is read, its body (chunked coding
+ *   decoded) passed through `body`, and the result sent with the same status line and
+ *   headers, a fresh `Content-Length` and no `Transfer-Encoding`: a reply a real Engine
+ *   would not send for this request (say, extra `Warnings` in a create reply).
  */
 export type ProxyFault =
   | { readonly kind: "swallow"; readonly then: "stall" | "close" }
   | { readonly kind: "drop"; readonly then: "stall" | "close" }
   | { readonly kind: "delay"; readonly ms?: number; readonly until?: Promise<unknown> }
-  | { readonly kind: "cut"; readonly afterBodyBytes: number };
+  | { readonly kind: "cut"; readonly afterBodyBytes: number }
+  | { readonly kind: "rewrite"; readonly body: (text: string) => string };
 
 /** Which requests a rule or a query selects. */
 export interface RequestMatch {
@@ -157,6 +162,20 @@ const MAX_HEAD_BYTES = 64 * 1024;
 /** Most reply bytes read and kept while a delayed reply is held; past them the proxy stops reading. */
 const MAX_HELD_BYTES = 1024 * 1024;
 const latin1 = new TextDecoder("latin1");
+
+/** The body of a whole HTTP/1.1 reply (`head` without its blank line), chunked coding decoded. */
+function replyBody(head: string, rest: Uint8Array): Uint8Array {
+  if (!/^transfer-encoding:\s*chunked\s*$/imu.test(head)) return rest;
+  const parts: Uint8Array[] = [];
+  let at = 0;
+  for (;;) {
+    const lineEnd = rest.indexOf(13, at);
+    const size = parseInt(latin1.decode(rest.subarray(at, lineEnd)), 16);
+    if (!(size > 0)) return concatBytes(parts);
+    parts.push(rest.subarray(lineEnd + 2, lineEnd + 2 + size));
+    at = lineEnd + 2 + size + 2;
+  }
+}
 
 interface Rule {
   readonly handle: FaultHandle;
@@ -335,6 +354,31 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       upstream.destroy();
       if (!client.destroyed) client.end(() => client.destroy());
     };
+    if (fault?.kind === "rewrite") {
+      let whole: Uint8Array = new Uint8Array(0);
+      upstream.on("data", (data: Uint8Array) => {
+        whole = concatBytes([whole, data]);
+        if (whole.byteLength > MAX_HELD_BYTES) destroyBoth();
+        const end = request.status === undefined ? headEnd(whole) : -1;
+        if (end !== -1) {
+          request.status = Number(/^HTTP\/1\.[01] ([0-9]{3})/u.exec(latin1.decode(whole.subarray(0, whole.indexOf(13))))?.[1]) || undefined;
+          answeredHead();
+        }
+      });
+      upstream.on("end", () => {
+        const end = headEnd(whole);
+        if (end === -1) return destroyBoth();
+        const head = latin1.decode(whole.subarray(0, end));
+        const text = fault.body(new TextDecoder().decode(replyBody(head, whole.subarray(end + 4))));
+        const bytes = new TextEncoder().encode(text);
+        const fields = head.split("\r\n").filter((line) => !/^(content-length|transfer-encoding):/iu.test(line));
+        client.write(new TextEncoder().encode(`${[...fields, `Content-Length: ${bytes.byteLength}`].join("\r\n")}\r\n\r\n`));
+        client.write(bytes);
+        apply();
+        endClient();
+      });
+      return;
+    }
     upstream.on("data", (data: Uint8Array) => {
       let body = data;
       if (responseHead !== undefined) {

@@ -9,6 +9,8 @@ import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
+import type { DockerSandboxDataset } from "../../lib/docker/datasets/configuration.ts";
+import type { SandboxResourceNames } from "../../lib/docker/names.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import { busyboxImage, endpoint } from "./_engine.ts";
 
@@ -25,12 +27,14 @@ export function recordingPort(): { records: SandboxRecoveryRecord[]; record(reco
 
 /**
  * Run `fn` with a backend and a fresh spill directory, removed afterwards; `via` is the
- * endpoint the backend talks to (the lane's engine, or a fault proxy in front of it).
+ * endpoint the backend talks to (the lane's engine, or a fault proxy in front of it), and
+ * `datasets` its `config.datasets`.
  */
 export async function withBackend(
   fn: (backend: DockerSandboxBackend, spillDirectory: string) => Promise<void>,
   image: string = busyboxImage,
   via: string = endpoint!,
+  datasets: readonly DockerSandboxDataset[] = [],
 ): Promise<void> {
   const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-spill-")));
   try {
@@ -41,6 +45,7 @@ export async function withBackend(
       spillDirectory,
       imageDigest: image,
       user: { uid: 65534, gid: 65534 },
+      datasets,
     });
     await fn(backend, spillDirectory);
   } finally {
@@ -81,6 +86,14 @@ export async function assertGone(engine: DockerEngine, sandbox: DockerSandbox): 
   if (networkId) await assertAbsent(engine, `/networks/${networkId}`);
   if (accessorId) await assertAbsent(engine, `/containers/${accessorId}/json`);
   assert.equal(sandbox.state, "destroyed");
+}
+
+/** Assert that no resource answers by any exact name of a reservation (nothing was left behind). */
+export async function assertNamesAbsent(engine: DockerEngine, names: SandboxResourceNames): Promise<void> {
+  await assertAbsent(engine, `/containers/${names.keeper}/json`);
+  await assertAbsent(engine, `/containers/${names.accessor}/json`);
+  await assertAbsent(engine, `/volumes/${names.volume}`);
+  await assertAbsent(engine, `/networks/${names.network}`);
 }
 
 /** Read a whole byte stream as UTF-8 text. */

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../../lib/docker/backend.ts";
+import type { DockerSandboxDataset } from "../../../lib/docker/datasets/configuration.ts";
 import { resourceNames } from "../../../lib/docker/names.ts";
 import { RecoveryLog } from "../../../lib/docker/recovery_log.ts";
 import {
@@ -21,7 +22,10 @@ import { startFakeEngine } from "../_fake_engine.ts";
 const image = `sha256:${"c".repeat(64)}`;
 const reservationId = "0123456789abcdef0123456789abcdef";
 
-async function withBackend(fn: (backend: DockerSandboxBackend, connections: () => number) => Promise<void>): Promise<void> {
+async function withBackend(
+  fn: (backend: DockerSandboxBackend, connections: () => number) => Promise<void>,
+  datasets: readonly DockerSandboxDataset[] = [],
+): Promise<void> {
   let connections = 0;
   const engine = await startFakeEngine((connection) => {
     connections += 1;
@@ -37,6 +41,7 @@ async function withBackend(fn: (backend: DockerSandboxBackend, connections: () =
       spillDirectory: spill,
       imageDigest: image,
       user: { uid: 1000, gid: 1000 },
+      datasets,
     });
     await fn(backend, () => connections);
   } finally {
@@ -97,6 +102,43 @@ test("backend.recover refuses another profile, namespace, endpoint, image or use
     });
     assert.equal(connections(), 0, "no request was made");
   });
+});
+
+test("backend.recover refuses a record of a backend with another dataset list before any Engine access", async () => {
+  const corpus = { name: "corpus", imageDigest: `sha256:${"e".repeat(64)}`, subpath: "docs" };
+  const notes = { name: "notes", imageDigest: `sha256:${"f".repeat(64)}` };
+  // The record's writer: the same backend configuration with the datasets [notes, corpus].
+  const writtenBy = (backend: DockerSandboxBackend) => {
+    const { profile, endpoint, namespace, spillDirectory, imageDigest, user } = backend.settings;
+    return createDockerSandboxBackend({ profile: profile.name, endpoint, namespace, spillDirectory, imageDigest, user, datasets: [notes, corpus] });
+  };
+  const others: DockerSandboxDataset[][] = [[], [notes], [{ ...corpus, subpath: "docs/a" }, notes], [{ name: corpus.name, imageDigest: corpus.imageDigest }, notes], [
+    corpus,
+    { ...notes, imageDigest: `sha256:${"0".repeat(64)}` },
+  ]];
+  for (const datasets of others) {
+    await withBackend(async (backend, connections) => {
+      const record = recordFor(writtenBy(backend));
+      await assert.rejects(backend.recover(record, port), (error) => {
+        assert.ok(error instanceof SandboxConflictError && error.code === "conflict", String(error));
+        assert.equal(
+          error.message,
+          `Cannot recover sandbox: the record belongs to another backend configuration: configuration "${record.identity.configurationDigest}" (this backend: "${
+            configurationDigest(backend.settings)
+          }"); nothing was touched, keep the record`,
+        );
+        return true;
+      });
+      assert.equal(connections(), 0, `no request was made (${JSON.stringify(datasets)})`);
+    }, datasets);
+  }
+  // The same list in another order is the same configuration: the checks pass, the Engine is asked.
+  await withBackend(async (backend, connections) => {
+    const record = recordFor(writtenBy(backend));
+    assert.equal(configurationDigest(backend.settings), record.identity.configurationDigest);
+    await assert.rejects(backend.recover(record, port));
+    assert.ok(connections() > 0);
+  }, [corpus, notes]);
 });
 
 test("backend.recover refuses a record whose identity was changed after it was written", async () => {
