@@ -47,6 +47,14 @@ export {
   type DockerSandboxBackendSettings,
   MAX_GUEST_ID,
 } from "./lib/docker/config.ts";
+export {
+  DATASETS_PATH,
+  type DockerSandboxDataset,
+  MAX_DATASET_SUBPATH_LENGTH,
+  MAX_DATASETS,
+} from "./lib/docker/datasets/configuration.ts";
+export { IMAGE_MOUNT_API_VERSION } from "./lib/docker/datasets/admission.ts";
+export { IMAGE_MOUNT_ADVISORY } from "./lib/docker/datasets/warnings.ts";
 export { DockerSandbox, type DockerSandboxResources } from "./lib/docker/sandbox.ts";
 export { DockerProcessReservation } from "./lib/docker/process.ts";
 export { importDirectory } from "./lib/docker/files/import_directory.ts";

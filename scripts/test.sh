@@ -11,9 +11,16 @@
 # 4. Runs tests/unit and tests/engine under each runtime, prints a closing line per runtime
 #    and lane and a final `N passed, N failed` line. An engine lane that ran no test, or
 #    skipped one, fails the run.
+# 5. The compat lane (Node only): starts a second engine, Debian 13's docker.io 26.1.5
+#    (API 1.45), beside the main one (its own socket, data root, exec root and pid file under
+#    /var/lib/agentcell-compat-engine and /run/agentcell-compat-engine; no iptables, its own
+#    bridge subnets: AGENTCELL_ENGINE_BESIDE in scripts/test-engine.sh), makes the guest
+#    images on it, runs tests/compat (API negotiation, the core lifecycle, datasets refused
+#    with the API-floor error, an outbound sandbox on each engine at once) and stops it.
 #
-# Environment: AGENTCELL_TEST_ENGINE (see above); AGENTCELL_TEST_RUNTIMES (default
-# "deno bun node"); AGENTCELL_TEST_LANES (default "unit engine").
+# Environment: AGENTCELL_TEST_ENGINE (see above); AGENTCELL_COMPAT_ENGINE (an API 1.45
+# engine to use as is instead of starting one); AGENTCELL_TEST_RUNTIMES (default
+# "deno bun node"); AGENTCELL_TEST_LANES (default "unit engine compat").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOP=$PWD
@@ -22,12 +29,21 @@ bash scripts/toolchain.sh || exit 1
 export PATH="$TOP/node_modules/.bin:$PATH"
 
 RUNTIMES=${AGENTCELL_TEST_RUNTIMES:-deno bun node}
-LANES=${AGENTCELL_TEST_LANES:-unit engine}
+LANES=${AGENTCELL_TEST_LANES:-unit engine compat}
 OUT=$(mktemp -d)
 failed_steps=()
 started_engine=""
+started_compat=""
+
+# The compat lane's engine: scripts/test-engine.sh with its own directories, beside the main one.
+compat_engine() {
+  env -u AGENTCELL_TEST_ENGINE AGENTCELL_ENGINE_HOME=/var/lib/agentcell-compat-engine \
+    AGENTCELL_ENGINE_RUN=/run/agentcell-compat-engine AGENTCELL_ENGINE_SUITE=trixie AGENTCELL_ENGINE_BESIDE=1 \
+    bash scripts/test-engine.sh "$@"
+}
 
 cleanup() {
+  if [ -n "$started_compat" ]; then compat_engine stop || true; fi
   if [ -n "$started_engine" ]; then env -u AGENTCELL_TEST_ENGINE bash scripts/test-engine.sh stop || true; fi
   rm -rf "$OUT"
 }
@@ -49,7 +65,7 @@ step "deno publish --dry-run" deno publish --dry-run --allow-dirty --quiet
 step "deno test --doc" deno test --doc --quiet --no-prompt --reporter=dot mod.ts lib/
 
 case " $LANES " in
-  *" engine "*)
+  *" engine "* | *" compat "*)
     if [ -z "${AGENTCELL_TEST_ENGINE:-}" ]; then
       bash scripts/test-engine.sh status 2>/dev/null || started_engine=yes
       endpoint=$(bash scripts/test-engine.sh start | tail -n 1) || { echo "cannot provision the test engine"; exit 1; }
@@ -66,6 +82,26 @@ case " $LANES " in
     ;;
 esac
 
+# The compat lane's engine and guest images; prints nothing on success but sets COMPAT_ENV.
+provision_compat() {
+  local compat=${AGENTCELL_COMPAT_ENGINE:-}
+  if [ -z "$compat" ]; then
+    compat_engine status 2>/dev/null || started_compat=yes
+    compat=$(compat_engine start | tail -n 1) || { echo "cannot start the compat engine"; return 1; }
+  fi
+  local kind images=()
+  for kind in busybox node dataset; do
+    images+=("$(AGENTCELL_TEST_ENGINE=$compat bash scripts/guest-images.sh "$kind")") || { echo "cannot make the $kind image on the compat engine"; return 1; }
+  done
+  COMPAT_ENV=(
+    "AGENTCELL_TEST_MAIN_ENGINE=$AGENTCELL_TEST_ENGINE" "AGENTCELL_TEST_MAIN_BUSYBOX_IMAGE=$AGENTCELL_TEST_BUSYBOX_IMAGE"
+    "AGENTCELL_TEST_ENGINE=$compat" "AGENTCELL_TEST_BUSYBOX_IMAGE=${images[0]}" "AGENTCELL_TEST_NODE_IMAGE=${images[1]}"
+    "AGENTCELL_TEST_DATASET_IMAGE=${images[2]}"
+  )
+  COMPAT_VERSION=$(curl -fsS --max-time 5 --unix-socket "${compat#unix://}" http://docker/version | jq -r '"Engine \(.Version), API \(.ApiVersion)"')
+  echo "compat engine $compat ($COMPAT_VERSION)"
+}
+
 run_lane() { # runtime lane
   local rt=$1 lane=$2 junit="$OUT/$1-$2.xml"
   local files; files=$(find "tests/$lane" -name '*.test.ts' | sort)
@@ -73,7 +109,7 @@ run_lane() { # runtime lane
   case "$rt" in
     deno) timeout 1800 deno test -A --no-check --junit-path="$junit" $files ;;
     bun) timeout 1800 bun test --timeout 600000 --reporter=junit --reporter-outfile="$junit" $files ;;
-    node) timeout 1800 node --test --test-concurrency=1 --test-timeout=600000 \
+    node) timeout 1800 env "${LANE_ENV[@]}" node --test --test-concurrency=1 --test-timeout=600000 \
       --test-reporter=spec --test-reporter-destination=stdout \
       --test-reporter=junit --test-reporter-destination="$junit" $files ;;
   esac
@@ -82,16 +118,28 @@ run_lane() { # runtime lane
 total_passed=0; total_failed=0; summaries=()
 for rt in $RUNTIMES; do
   for lane in $LANES; do
-    printf '\n== %s: tests/%s\n' "$rt" "$lane"
+    LANE_ENV=() label=""
+    if [ "$lane" = compat ]; then
+      [ "$rt" = node ] || continue # one runtime is enough to prove the API floor
+      printf '\n== %s: tests/%s\n' "$rt" "$lane"
+      if ! provision_compat; then
+        total_failed=$((total_failed + 1)); summaries+=("$rt compat: could not start the compat engine")
+        continue
+      fi
+      LANE_ENV=("${COMPAT_ENV[@]}") label=" ($COMPAT_VERSION)"
+    else
+      printf '\n== %s: tests/%s\n' "$rt" "$lane"
+    fi
     run_lane "$rt" "$lane"; code=$?
+    if [ "$lane" = compat ] && [ -n "$started_compat" ]; then compat_engine stop && started_compat=""; fi
     read -r passed failed skipped < <(node scripts/junit-count.mjs "$OUT/$rt-$lane.xml")
     if [ "$code" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
-    if [ "$lane" = engine ] && { [ "$passed" -eq 0 ] || [ "$skipped" -ne 0 ]; }; then
-      echo "the engine lane must run: $passed passed, $skipped skipped"
+    if [ "$lane" != unit ] && { [ "$passed" -eq 0 ] || [ "$skipped" -ne 0 ]; }; then
+      echo "the $lane lane must run: $passed passed, $skipped skipped"
       failed=$((failed + skipped + (passed == 0 ? 1 : 0)))
     fi
     total_passed=$((total_passed + passed)); total_failed=$((total_failed + failed))
-    summaries+=("$rt $lane: $passed passed, $failed failed, $skipped skipped (exit $code)")
+    summaries+=("$rt $lane$label: $passed passed, $failed failed, $skipped skipped (exit $code)")
   done
 done
 
