@@ -44,12 +44,13 @@ async function inspect(engine: DockerEngine, id: string) {
   return (await engine.request("GET", `/containers/${id}/json`, { schema: containerInspectSchema })).value;
 }
 
-engineTest("DockerSandbox datasets: two sandboxes read the same datasets at once, each writes only its own workspace", async (engine) => {
+engineTest("DockerSandbox datasets: two sandboxes read the same datasets at once, each writes only its own workspace; destroy and recovery keep the images", async (engine) => {
   const datasets = laneDatasets();
   await withDatasets(datasets, async (backend) => {
     const sandboxes: DockerSandbox[] = [];
+    const ports = [recordingPort(), recordingPort()];
     try {
-      for (const sandbox of await Promise.all([0, 1].map(() => backend.reserve({ policy: testPolicy }, recordingPort()).start()))) {
+      for (const sandbox of await Promise.all(ports.map((port) => backend.reserve({ policy: testPolicy }, port).start()))) {
         sandboxes.push(sandbox);
       }
       // Both processes are running at once: each waits on stdin after its output.
@@ -87,13 +88,17 @@ engineTest("DockerSandbox datasets: two sandboxes read the same datasets at once
         ]);
         assert.deepEqual(accessor.Mounts.map((mount) => [mount.Type, mount.Destination, mount.RW]), [["volume", "/workspace", false]]);
       }
+      // The second one's cleanup goes through recovery, as a fresh controller's would.
+      const recovery = await backend.recover(ports[1].records.at(-1)!, ports[1]);
+      assert.deepEqual(recovery.owned.map((resource) => resource.role), ["accessor", "volume"]);
+      assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
     } finally {
       for (const sandbox of sandboxes) {
         await sandbox.destroy();
         await assertGone(engine, sandbox);
       }
     }
-    // Borrowed: destroy removed the sandboxes, never a dataset image.
+    // Borrowed: destroy and recovery removed the sandboxes, never a dataset image.
     for (const dataset of datasets) assert.equal(await imageExists(engine, dataset.imageDigest), true, dataset.name);
   });
 });
