@@ -1,7 +1,8 @@
 /**
- * Sandbox startup: admission, then the exact resources in order (volume, network, keeper),
- * each recorded before it is created, checked after, and removed again if startup fails or
- * is cancelled.
+ * Sandbox startup: admission (host, spill directory, daemon, workload image, and for
+ * datasets the Engine API 1.48 floor and each dataset image), then the exact resources in
+ * order (volume, network, keeper), each recorded before it is created, checked after (the
+ * create's warnings, the readback), and removed again if startup fails or is cancelled.
  *
  * Cancellation joins in-flight acquisition: an Engine create that was dispatched is allowed
  * to finish (bounded by the startup deadline) so its outcome is known and the resource can

@@ -53,13 +53,15 @@ export interface DockerSandboxReservation extends SandboxReservation {
   /** The normalised policy. */
   readonly policy: SandboxPolicy;
   /**
-   * Acquire the sandbox: verify host, spill directory, daemon and image, then create the
-   * volume, the optional network and the keeper, reading each back. On failure or abort,
+   * Acquire the sandbox: verify host, spill directory, daemon, image and dataset images
+   * (datasets need Engine API 1.48), then create the volume, the optional network and the
+   * keeper, reading each back. On failure or abort,
    * what was created is removed before the promise rejects. Callable once.
    *
    * @throws {SandboxStateError} when called twice
    * @throws {SandboxUnsupportedError} host/daemon/image/readback not admitted (one message lists every unmet requirement)
-   * @throws {SandboxConfigurationError} unusable spill directory
+   * @throws {SandboxConfigurationError} unusable spill directory, or a dataset `subpath`
+   *   missing from its image (what was created is removed)
    * @throws {SandboxConflictError} a resource name is already taken
    * @throws {SandboxAbortedError} `options.signal` aborted
    * @throws {SandboxDeadlineError} `policy.deadlines.startupMs` elapsed
