@@ -233,3 +233,26 @@ engineTest("DockerSandbox datasets: the guest can neither remount a dataset writ
     assert.match(out, /^mount: .*\nrc=[1-9][0-9]*\n.*Read-only file system\nrc=[1-9][0-9]*\n$/su);
   });
 });
+
+engineTest("DockerSandbox export: an accessor create with any warning fails the export and removes the accessor; the next export works", async (engine) => {
+  await using proxy = await startFaultProxy({ upstream: endpoint! });
+  // The first create is the keeper's (two image-mount advisories, accepted); the second the accessor's.
+  const rewrite = proxy.inject({
+    method: "POST",
+    path: "/containers/create",
+    occurrence: 2,
+    fault: { kind: "rewrite", body: (text) => JSON.stringify({ ...JSON.parse(text), Warnings: ["Published ports are discarded"] }) },
+  });
+  await withDatasets(laneDatasets(), async (backend) => {
+    await using sandbox = await backend.reserve({ policy: testPolicy }, recordingPort()).start();
+    await sandbox.stop();
+    await assert.rejects(sandbox.exportTree({ kind: "workspace" }), (error) =>
+      error instanceof SandboxUnsupportedError && error.code === "unsupported" &&
+      error.message ===
+        'Cannot create export accessor: the Engine warned on create: "Published ports are discarded"; no warning is accepted for a container without datasets, so what was created is removed');
+    assert.equal((await rewrite.applied).status, 201, "the Engine created the accessor");
+    await assert.rejects(engine.request("GET", `/containers/${sandbox.names.accessor}/json`), /No such container/u);
+    const files = await readExport(await sandbox.exportTree({ kind: "workspace" }));
+    assert.deepEqual(files.map((file) => file.path), ["work"]);
+  }, proxy.endpoint);
+});
