@@ -28,7 +28,7 @@ engineTest("startAcpSession grants nothing by default: no fs, no terminal, no MC
   const [grants, read, run] = await replies({}, ["grants", "read /etc/passwd", "run /bin/sh"], engine);
   assert.deepEqual(JSON.parse(grants), {
     clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, auth: { terminal: false } },
-    clientInfo: { name: "@agentcell/docker", version: "0.1.0" },
+    clientInfo: { name: "@agentcell/docker", version: "0.2.0" },
     cwd: "/workspace/work",
     mcpServers: [],
   });
