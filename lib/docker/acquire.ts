@@ -123,6 +123,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       daemonId: admission.daemonId,
       imageDigest: settings.imageDigest,
       user: settings.user,
+      keeperUser: settings.keeperUser,
       names,
       nonce: newNonce(),
       configurationDigest: configurationDigest(settings),
@@ -168,6 +169,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     const spec: WorkloadSpec = {
       imageDigest: settings.imageDigest,
       user: settings.user,
+      keeperUser: settings.keeperUser,
       policy,
       mounts: keeperMounts(names.volume, settings.datasets),
       networkName: outbound ? names.network : undefined,
@@ -199,7 +201,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     await startContainer(engine, keeperId, checkpoint()).catch(explained);
     verifyWorkload(await inspectContainer(engine, keeperId, checkpoint()), spec, true);
     const lease = policy.controllerLoss === "stop"
-      ? await startControllerLease({ engine, keeperId, user: settings.user, ...checkpoint() })
+      ? await startControllerLease({ engine, keeperId, user: settings.keeperUser, ...checkpoint() })
       : undefined;
     try {
       checkpoint();

@@ -43,6 +43,15 @@ export interface DockerSandboxBackendConfig {
    * @default [] (none)
    */
   readonly datasets?: readonly DockerSandboxDataset[];
+  /**
+   * Identity of the keeper (PID 1) and of the guard execs (controller lease, guest deadline):
+   * non-root and a **different uid** from `user`, so the agent (which runs as `user` with no
+   * capabilities) can neither signal, ptrace nor read the memory or file descriptors of its
+   * keeper and guards. Each 1 … 262,143.
+   *
+   * @default {{ uid: 65533, gid: 65533 }} ({ uid: 65532, gid: 65532 } when `user.uid` is 65533)
+   */
+  readonly keeperUser?: { readonly uid: number; readonly gid: number };
 }
 
 /** The validated, frozen configuration. */
@@ -61,6 +70,8 @@ export interface DockerSandboxBackendSettings {
   readonly user: { readonly uid: number; readonly gid: number };
   /** The datasets, sorted by name, frozen (empty when none). */
   readonly datasets: readonly DockerSandboxDataset[];
+  /** Identity of the keeper and the guard execs (a uid other than `user.uid`). */
+  readonly keeperUser: { readonly uid: number; readonly gid: number };
 }
 
 const guestId = z.number().int({ error: `must be an integer from 1 to ${MAX_GUEST_ID}` })
@@ -81,6 +92,7 @@ const configSchema = z.strictObject({
       "must be sha256: followed by 64 lowercase hexadecimal digits, the exact ID of a local image (names and tags are not accepted; list IDs with docker image ls --no-trunc)",
   }),
   user: z.strictObject({ uid: guestId, gid: guestId }),
+  keeperUser: z.strictObject({ uid: guestId, gid: guestId }).optional(),
   // Checked entry by entry by normalizeDatasets, so messages name the index as given.
   datasets: z.unknown().optional(),
 });
@@ -117,6 +129,12 @@ export function normalizeBackendConfig(config: DockerSandboxBackendConfig): Dock
   const defect = canonicalPathDefect(parsed.spillDirectory);
   if (defect) throw new SandboxConfigurationError(`Cannot ${action}: config.spillDirectory ${defect}`);
   const datasets = normalizeDatasets(parsed.datasets, action);
+  const keeperUser = parsed.keeperUser ?? (parsed.user.uid === 65533 ? { uid: 65532, gid: 65532 } : { uid: 65533, gid: 65533 });
+  if (keeperUser.uid === parsed.user.uid) {
+    throw new SandboxConfigurationError(
+      `Cannot ${action}: config.keeperUser.uid must differ from config.user.uid (${parsed.user.uid}): the agent must not share a uid with its keeper; choose another unprivileged uid`,
+    );
+  }
   return Object.freeze({
     profile: DOCKER_SANDBOX_PROFILES[parsed.profile ?? "linux-x64"],
     endpoint: parsed.endpoint,
@@ -125,5 +143,6 @@ export function normalizeBackendConfig(config: DockerSandboxBackendConfig): Dock
     imageDigest: parsed.imageDigest,
     user: Object.freeze({ uid: parsed.user.uid, gid: parsed.user.gid }),
     datasets,
+    keeperUser: Object.freeze({ uid: keeperUser.uid, gid: keeperUser.gid }),
   });
 }

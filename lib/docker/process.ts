@@ -88,7 +88,7 @@ export class DockerProcessReservation implements SandboxProcessReservation {
       // The same deadline inside the guest (plus a grace), so it holds after the host died.
       // A guard that ends early (a guest process killed it) stops the sandbox.
       try {
-        const guard = await startGuestDeadline({ ...host, timeoutMs: host.policy.deadlines.startupMs }, execution.timeoutMs);
+        const guard = await startGuestDeadline({ ...host, user: host.keeperUser, timeoutMs: host.policy.deadlines.startupMs }, execution.timeoutMs);
         host.computeRemoved.then(() => guard.release());
         guard.lost.then(() =>
           host.stopFor(new SandboxStoppedError("Cannot continue process: the guest-side execution deadline ended early (a process killed it), so the sandbox was stopped"))

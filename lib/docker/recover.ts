@@ -134,6 +134,7 @@ export function checkRecoveryRecord(input: unknown, settings: DockerSandboxBacke
     ["namespace", identity.namespace, settings.namespace],
     ["image", identity.imageDigest, settings.imageDigest],
     ["user", `${identity.user.uid}:${identity.user.gid}`, `${settings.user.uid}:${settings.user.gid}`],
+    ["keeperUser", `${identity.keeperUser.uid}:${identity.keeperUser.gid}`, `${settings.keeperUser.uid}:${settings.keeperUser.gid}`],
     ["configuration", identity.configurationDigest, configurationDigest(settings)],
   ];
   const differ = expected.filter(([, actual, wanted]) => actual !== wanted);

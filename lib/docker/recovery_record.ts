@@ -72,6 +72,8 @@ export interface RecoveryIdentity {
   readonly imageDigest: string;
   /** The guest user. */
   readonly user: { readonly uid: number; readonly gid: number };
+  /** The keeper's user (its containers' `User`). */
+  readonly keeperUser: { readonly uid: number; readonly gid: number };
   /** Every resource name of the reservation. */
   readonly names: SandboxResourceNames;
   /** 32 random lowercase hex digits, known only to the record and the labels' digest. */
@@ -124,6 +126,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     daemonId: z.string().max(255),
     imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u),
     user: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
+    keeperUser: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
     names: z.strictObject({ volume: nameSchema, keeper: nameSchema, network: nameSchema, accessor: nameSchema }),
     nonce: hex(32),
     configurationDigest: hex(64),
@@ -178,7 +181,13 @@ export function digestOf(value: unknown): string {
  * access.
  */
 export function configurationDigest(settings: DockerSandboxBackendSettings): string {
-  return digestOf({ profile: settings.profile, user: settings.user, imageDigest: settings.imageDigest, datasets: settings.datasets });
+  return digestOf({
+    profile: settings.profile,
+    user: settings.user,
+    keeperUser: settings.keeperUser,
+    imageDigest: settings.imageDigest,
+    datasets: settings.datasets,
+  });
 }
 
 /** The digest of a normalized request policy. */

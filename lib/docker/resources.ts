@@ -64,7 +64,7 @@ function containerEntry(): ResourceRoleEntry {
     async inspect(engine, record, nameOrId, options) {
       try {
         const found = await inspectContainer(engine, nameOrId, options);
-        const { imageDigest, user } = record.identity;
+        const { imageDigest, keeperUser: user } = record.identity;
         const mismatches: string[] = [];
         if (found.Image !== imageDigest) mismatches.push(`image is ${found.Image}`);
         if (found.Config.User !== `${user.uid}:${user.gid}`) mismatches.push(`user is ${found.Config.User}`);

@@ -49,6 +49,8 @@ export interface SandboxHost {
   readonly engine: DockerEngine;
   readonly keeperId: string;
   readonly user: { readonly uid: number; readonly gid: number };
+  /** The keeper's identity: guard execs run as it. */
+  readonly keeperUser: { readonly uid: number; readonly gid: number };
   readonly policy: SandboxPolicy;
   /** Aborted with the stop cause as soon as compute removal begins. */
   readonly stopping: AbortSignal;
@@ -398,6 +400,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
       engine: this.#engine,
       keeperId: this.#acquired.keeperId,
       user: this.#settings.user,
+      keeperUser: this.#settings.keeperUser,
       policy: this.#policy,
       stopping: this.#stopping.signal,
       computeRemoved: this.#computeRemoved.promise,

@@ -36,8 +36,10 @@ export const KEEPER_COMMAND: readonly string[] = Object.freeze([
 export interface WorkloadSpec {
   /** Exact image ID. */
   readonly imageDigest: string;
-  /** Guest identity. */
+  /** The agent's identity (owner of the tmpfs home and tmp). */
   readonly user: { readonly uid: number; readonly gid: number };
+  /** The keeper's identity (the container's `User`; a uid other than `user`'s). */
+  readonly keeperUser: { readonly uid: number; readonly gid: number };
   /** Normalised policy. */
   readonly policy: SandboxPolicy;
   /**
@@ -71,10 +73,10 @@ export function nanoCpus(cpus: number): number {
  * mounts include datasets) or, with the accessor's spec, of the export accessor.
  */
 export function keeperCreateBody(spec: WorkloadSpec): Record<string, unknown> {
-  const { policy, user } = spec;
+  const { policy, user, keeperUser } = spec;
   return {
     Image: spec.imageDigest,
-    User: `${user.uid}:${user.gid}`,
+    User: `${keeperUser.uid}:${keeperUser.gid}`,
     Entrypoint: ["/bin/sh"],
     Cmd: [...KEEPER_COMMAND],
     WorkingDir: WORKSPACE_PATH,
@@ -138,7 +140,7 @@ export function workloadMismatches(inspect: ContainerInspect, spec: WorkloadSpec
   };
   const { Config: config, HostConfig: host, policy } = { ...inspect, policy: spec.policy };
   check(inspect.Image === spec.imageDigest, `image is ${inspect.Image}`);
-  check(config.User === `${spec.user.uid}:${spec.user.gid}`, `user is '${config.User}'`);
+  check(config.User === `${spec.keeperUser.uid}:${spec.keeperUser.gid}`, `user is '${config.User}'`);
   check(sameList(config.Entrypoint, ["/bin/sh"]) && sameList(config.Cmd, KEEPER_COMMAND), "entrypoint/command is not the fixed keeper");
   check(sameList(config.Env, envEntries()), `environment is ${JSON.stringify(config.Env)}`);
   check(!config.Tty && !config.OpenStdin, "a TTY or stdin is attached");

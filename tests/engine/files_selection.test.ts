@@ -160,7 +160,7 @@ engineTest("DockerSandbox export accessor is recorded first, never started, read
       assert.equal(accessor.HostConfig.ReadonlyRootfs, true);
       assert.deepEqual(accessor.HostConfig.CapDrop, ["ALL"]);
       assert.deepEqual(accessor.HostConfig.SecurityOpt, ["no-new-privileges"]);
-      assert.equal(accessor.Config.User, "65534:65534");
+      assert.equal(accessor.Config.User, "65533:65533", "the keeper's identity (the default keeperUser)");
       assert.deepEqual(accessor.Mounts.map((m) => [m.Name, m.Destination, m.RW]), [[reservation.names.volume, "/workspace", false]]);
 
       await readExport(await sandbox.exportTree({ kind: "subtree", path: "work" }));

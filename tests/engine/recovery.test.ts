@@ -200,7 +200,7 @@ engineTest("DockerSandboxBackend.recover never adopts a look-alike with copied l
     };
     const foreign = await engine.request("POST", "/containers/create", {
       query: { name: names.keeper },
-      json: { Image: busyboxImage, User: "65534:65534", Cmd: ["true"], Labels: labels },
+      json: { Image: busyboxImage, User: "65533:65533", Cmd: ["true"], Labels: labels },
       expect: [201],
       schema: z.looseObject({ Id: z.string() }),
     });
@@ -305,30 +305,43 @@ engineTest("DockerSandbox exportTree answers an accessor-name conflict with Sand
 
 /**
  * A guest script that SIGKILLs every other process whose command line contains `needle`,
- * once at least one exists (the guard may start after this process: it looks again, for at
- * most 60 s). The needle is joined at run time, so this script's own text (and its forks')
- * never holds it.
+ * once at least one exists (a guard may start after this process: it looks again, for at
+ * most 60 s), and prints `killed K refused R`. The needle is joined at run time, so this
+ * script's own text (and its forks') never holds it.
  */
 const killMatching = (needle: string) => {
   const half = Math.floor(needle.length / 2);
-  return `n='${needle.slice(0, half)}'; n="$n${needle.slice(half)}"; found=0; tries=0; ` +
-    `while [ $found = 0 ] && [ $tries -lt 600 ]; do tries=$((tries + 1)); ` +
+  return `n='${needle.slice(0, half)}'; n="$n${needle.slice(half)}"; killed=0; refused=0; tries=0; ` +
+    `while [ $((killed + refused)) = 0 ] && [ $tries -lt 600 ]; do tries=$((tries + 1)); ` +
     `for p in /proc/[0-9]*; do [ "\${p#/proc/}" = "$$" ] && continue; ` +
-    `if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -qF "$n"; then kill -9 \${p#/proc/} 2>/dev/null && found=1; fi; done; ` +
-    `[ $found = 0 ] && sleep 0.1; done; sleep 600`;
+    `if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -qF "$n"; then ` +
+    `if kill -9 \${p#/proc/} 2>/dev/null; then killed=$((killed + 1)); else refused=$((refused + 1)); fi; fi; done; ` +
+    `[ $((killed + refused)) = 0 ] && sleep 0.1; done; echo "killed $killed refused $refused"`;
 };
 
 for (const [guard, guardPolicy, needle, cause] of [
   ["controller lease", { ...policy, controllerLoss: "stop" }, "read -r line", /the controller lease ended before compute was removed/],
   ["guest deadline", { ...policy, execution: { kind: "deadline", timeoutMs: 600_000 } }, "kill -TERM 1", /the guest-side execution deadline ended early/],
 ] as const) {
-  engineTest(`DockerSandbox stops when a guest process kills its ${guard}`, async () => {
+  engineTest(`DockerSandbox ${guard}: the agent cannot kill it, and its death (by the keeper's uid) stops the sandbox`, async (engine) => {
     await withWorld(async (world) => {
       const sandbox = await world.backend.reserve({ policy: guardPolicy }, recordingPort()).start();
       try {
         const agent = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", killMatching(needle)] }).start();
-        assert.deepEqual(await agent.exit, { kind: "unavailable", reason: "sandbox_stopped" });
-        assert.equal(sandbox.state, "stopped");
+        await agent.stdin.close();
+        const [out, receipt] = await Promise.all([new Response(agent.stdout).text(), agent.exit]);
+        assert.deepEqual(receipt, { kind: "exited", code: 0 });
+        assert.match(out, /^killed 0 refused [1-9]\d*\n$/u, "the agent's kill is refused (another uid)");
+        assert.equal(sandbox.state, "running");
+        // The keeper's own uid can end the guard: the controller notices the guard is gone.
+        const { keeperUser } = world.backend.settings;
+        const exec = await engine.request("POST", `/containers/${sandbox.resources.keeperId}/exec`, {
+          json: { User: `${keeperUser.uid}:${keeperUser.gid}`, Cmd: ["/bin/sh", "-c", killMatching(needle)] },
+          expect: [201],
+          schema: z.looseObject({ Id: z.string() }),
+        });
+        await engine.request("POST", `/exec/${exec.value.Id}/start`, { json: { Detach: true, Tty: false }, expect: [200] });
+        await eventually(`the sandbox noticing its ${guard} died`, () => (sandbox.state === "running" ? undefined : true));
         assert.match(sandbox.stopCause?.message ?? "", cause);
       } finally {
         await sandbox.destroy();

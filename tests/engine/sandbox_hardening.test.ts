@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { engineTest } from "./_engine.ts";
-import { text, withSandbox } from "./_sandbox.ts";
+import { testPolicy, text, withSandbox } from "./_sandbox.ts";
 
 // Everything here is observed from inside the guest by the sandbox's own process.
 const probe = [
@@ -76,4 +76,32 @@ engineTest("DockerSandbox reaps orphaned descendants (no zombies)", async (engin
     assert.deepEqual(exit, { kind: "exited", code: 0 });
     assert.equal(out, "marks 5\nzombies 0\n");
   });
+});
+
+engineTest("DockerSandbox keeper and guards run as their own uid: the agent cannot signal, ptrace, or open their memory, descriptors or OOM score", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    // For every process that is not the agent's own uid, try what a hostile agent would.
+    const script = [
+      "me=$(id -u)",
+      "for p in /proc/[0-9]*; do n=${p#/proc/}; u=$(stat -c %u $p); [ \"$u\" = \"$me\" ] && continue",
+      "  printf '%s uid=%s' \"$(tr '\\0' ' ' < $p/cmdline | cut -c1-24)\" \"$u\"",
+      "  kill -0 $n 2>/dev/null && printf ' signal=yes' || printf ' signal=no'",
+      "  kill -STOP $n 2>/dev/null && printf ' stop=yes' || printf ' stop=no'",
+      "  ls $p/fd >/dev/null 2>&1 && printf ' fd=yes' || printf ' fd=no'",
+      "  head -c 1 $p/mem >/dev/null 2>&1 && printf ' mem=yes' || printf ' mem=no'",
+      "  (echo 1000 > $p/oom_score_adj) 2>/dev/null && printf ' oom=yes\\n' || printf ' oom=no\\n'",
+      "done",
+    ].join("\n");
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", script] }).start();
+    await process.stdin.close();
+    const [out, exit] = await Promise.all([text(process.stdout), process.exit]);
+    assert.deepEqual(exit, { kind: "exited", code: 0 });
+    const lines = out.trim().split("\n");
+    assert.ok(lines.some((line) => line.startsWith("/bin/sh -c trap")), `the keeper is listed: ${out}`);
+    assert.ok(lines.some((line) => line.includes("while read -r")), `the lease is listed: ${out}`);
+    assert.ok(lines.some((line) => line.includes("sleep")), `the guest deadline is listed: ${out}`);
+    for (const line of lines) {
+      assert.match(line, / uid=65533 signal=no stop=no fd=no mem=no oom=no$/, line);
+    }
+  }, { policy: { ...testPolicy, controllerLoss: "stop", execution: { kind: "deadline", timeoutMs: 600_000 } } });
 });

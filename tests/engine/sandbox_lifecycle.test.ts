@@ -244,11 +244,13 @@ engineTest("DockerSandbox notices a keeper that stops on its own, reports stoppe
   await withBackend(async (backend) => {
     const sandbox = await backend.reserve({ policy: testPolicy }, recordingPort()).start();
     try {
-      const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "kill -TERM 1; sleep 60"] }).start();
+      const process = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["60"] }).start();
       await process.stdin.close();
+      // The agent cannot signal its keeper (another uid); someone outside stops it.
+      await engine.request("POST", `/containers/${sandbox.resources.keeperId}/kill`, { query: { signal: "TERM" }, expect: [204] });
       // the leader dies with the keeper: observed as killed, or unobservable once compute is gone
       const receipt = await process.exit;
-      assert.ok(receipt.kind === "unavailable" || (receipt.kind === "exited" && receipt.code === 137), JSON.stringify(receipt));
+      assert.ok(receipt.kind === "unavailable" || (receipt.kind === "exited" && receipt.code >= 128), JSON.stringify(receipt));
       await eventually("the sandbox noticing its keeper stopped", () => sandbox.state === "running" ? undefined : true);
       assert.equal(sandbox.state, "stopped");
       assert.ok(sandbox.stopCause instanceof SandboxStoppedError && /keeper container stopped on its own/.test(sandbox.stopCause.message));

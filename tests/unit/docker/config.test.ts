@@ -227,3 +227,16 @@ test("config.datasets names the entry and field of a bad name, image ID or unkno
   rejectsDatasets([{ name: "ref", imageDigest: imageOf(1), subpath: 7 }], "config.datasets[0].subpath must be a string");
   rejectsDatasets(["ref"], "config.datasets[0] must be an object");
 });
+
+test("createDockerSandboxBackend gives the keeper its own non-root uid, and refuses one shared with the agent", () => {
+  assert.deepEqual(createDockerSandboxBackend(valid).settings.keeperUser, { uid: 65533, gid: 65533 });
+  assert.deepEqual(createDockerSandboxBackend({ ...valid, user: { uid: 65533, gid: 65533 } }).settings.keeperUser, { uid: 65532, gid: 65532 });
+  assert.deepEqual(createDockerSandboxBackend({ ...valid, keeperUser: { uid: 4000, gid: 4000 } }).settings.keeperUser, { uid: 4000, gid: 4000 });
+  assert.throws(
+    () => createDockerSandboxBackend({ ...valid, keeperUser: { uid: 65534, gid: 1 } }),
+    (error) => error instanceof SandboxConfigurationError && error.code === "configuration" &&
+      error.message === "Cannot create Docker sandbox backend: config.keeperUser.uid must differ from config.user.uid (65534): the agent must not share a uid with its keeper; choose another unprivileged uid",
+  );
+  rejects({ ...valid, keeperUser: { uid: 0, gid: 1 } }, /^Cannot create Docker sandbox backend: config\.keeperUser\.uid must be a non-root ID/);
+  rejects({ ...valid, keeperUser: { uid: 5 } }, /config\.keeperUser\.gid is required/);
+});

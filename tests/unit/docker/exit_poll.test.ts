@@ -94,6 +94,7 @@ async function observe(waits: number, outputEndsAtWait: number): Promise<{ waits
       engine: new DockerEngine(`unix://${fake.socketPath}`),
       keeperId: KEEPER_ID,
       user: { uid: 1000, gid: 1000 },
+      keeperUser: { uid: 999, gid: 999 },
       policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 32 } }),
       stopping: stop.signal,
       computeRemoved: Promise.resolve(),

@@ -103,6 +103,7 @@ test("verifyWorkload and the accessor's readback fail with the mount mismatch na
   const spec: WorkloadSpec = {
     imageDigest: inspect.Image,
     user: { uid: 65534, gid: 65534 },
+    keeperUser: { uid: 65534, gid: 65534 }, // the recorded readback predates the keeper's own identity
     policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 64 << 20, pids: 32 } }),
     mounts: keeper,
     networkName: undefined,

@@ -9,6 +9,7 @@ import { keeperCreateBody, type WorkloadSpec } from "../../../lib/docker/workloa
 const spec: WorkloadSpec = {
   imageDigest: `sha256:${"a".repeat(64)}`,
   user: { uid: 1000, gid: 1000 },
+  keeperUser: { uid: 999, gid: 999 },
   policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 64 }, network: "outbound" }),
   mounts: keeperMounts("agentcell-test-x-volume", [{ name: "corpus", imageDigest: `sha256:${"d".repeat(64)}`, subpath: "docs" }]),
   networkName: "agentcell-test-x-network",
@@ -21,7 +22,7 @@ test("accessorCreateBody keeps the keeper's hardening, mounts only the volume re
   const body = accessorCreateBody(spec, labels) as { Labels: unknown; User: string; HostConfig: Record<string, unknown> };
   const keeper = keeperCreateBody(spec) as { HostConfig: Record<string, unknown> };
   assert.deepEqual(body.Labels, labels);
-  assert.equal(body.User, "1000:1000");
+  assert.equal(body.User, "999:999", "the keeper's own identity, not the agent's");
   assert.equal(body.HostConfig.NetworkMode, "none");
   assert.deepEqual(body.HostConfig.Mounts, [
     { Type: "volume", Source: "agentcell-test-x-volume", Target: "/workspace", ReadOnly: true, VolumeOptions: { NoCopy: true } },

@@ -61,6 +61,7 @@ function recordFor(backend: DockerSandboxBackend, change: Record<string, unknown
     daemonId: "daemon-1",
     imageDigest: settings.imageDigest,
     user: settings.user,
+    keeperUser: settings.keeperUser,
     names: resourceNames(settings.namespace, reservationId),
     nonce: "f".repeat(32),
     configurationDigest: configurationDigest(settings),
