@@ -53,7 +53,7 @@ const headersSchema = z.record(z.string(), z.string()).refine(
     ),
   {
     error:
-      "must map token names to printable ASCII values, without Host, Connection, Upgrade, Content-Length, Transfer-Encoding, Content-Type, TE, Trailer, Keep-Alive, Proxy-Connection or Expect (the client sets those)",
+      "must map token names to printable ASCII values, without Host, Connection, Upgrade, Content-Length, Transfer-Encoding, TE, Trailer, Keep-Alive, Proxy-Connection or Expect (the client sets those); give Content-Type as the contentType option (engine.fetch() takes it as a header)",
   },
 );
 
