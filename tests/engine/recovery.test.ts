@@ -311,7 +311,7 @@ engineTest("DockerSandbox exportTree answers an accessor-name conflict with Sand
  */
 const killMatching = (needle: string) => {
   const half = Math.floor(needle.length / 2);
-  return `n='${needle.slice(0, half)}'; n="$n${needle.slice(half)}"; killed=0; refused=0; tries=0; ` +
+  return `n='${needle.slice(0, half)}'; n="\${n}${needle.slice(half)}"; killed=0; refused=0; tries=0; ` +
     `while [ $((killed + refused)) = 0 ] && [ $tries -lt 600 ]; do tries=$((tries + 1)); ` +
     `for p in /proc/[0-9]*; do [ "\${p#/proc/}" = "$$" ] && continue; ` +
     `if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -qF "$n"; then ` +
