@@ -8,14 +8,15 @@
 // 3. stdout throughput: 256 MiB × 4 runs by default (1 GiB in all; BENCH_STREAM_MIB=1024
 // BENCH_STREAM_RUNS=1 for one 1 GiB stream) from `dd if=/dev/zero bs=1M` in the guest
 // (busybox `head -c` writes 4 KiB pieces and caps the Engine near 45 MB/s, hiding the
-// clients). Variants run interleaved round robin. Each row prints median and p90 per variant,
+// clients); 4. `sandbox.run("/bin/true")` round trip in one running sandbox (bench/_run_row.ts).
+// Variants run interleaved round robin. Each row prints median and p90 per variant,
 // the ratio of its median time to ours and this process's CPU time; then where our time goes
 // (traced Engine calls) and a Markdown table.
 //
 // Environment: AGENTCELL_TEST_ENGINE (default unix:///run/agentcell-test-engine/docker.sock),
 // AGENTCELL_TEST_BUSYBOX_IMAGE (default: scripts/guest-images.sh busybox), BENCH_STARTS (10),
 // BENCH_EXECS (20), BENCH_PROCESS_STARTS (10), BENCH_STREAM_MIB (256), BENCH_STREAM_RUNS (4),
-// BENCH_STREAM_PRODUCER (dd or head), BENCH_WARMUPS (2), BENCH_ROWS (start,exec,stream,trace,synthetic),
+// BENCH_STREAM_PRODUCER (dd or head), BENCH_WARMUPS (2), BENCH_ROWS (start,exec,stream,run,trace,synthetic),
 // BENCH_ONLY (run only variants whose name contains this text, e.g. for node --cpu-prof),
 // DOCKER_CLI (/usr/local/bin/docker).
 import { mkdtemp, realpath, rm } from "node:fs/promises";
@@ -32,12 +33,13 @@ import { ourExec } from "./_exec_steps.ts";
 import { execRow, NO_RECORD, ourStartTrue, POLICY, rawApiStartTrue, startRow, streamRow, USER } from "./_rows.ts";
 import { type SyntheticResult, syntheticStdout } from "./_synthetic.ts";
 import { BENCH_LABEL, BENCH_NAMESPACE, benchConfig, runtimeName } from "./_setup.ts";
+import { runRow } from "./_run_row.ts";
 import { markdownTable, type RowResult, summarize } from "./_stats.ts";
 import { breakdown, traceEngine, type TracedCall } from "./_trace.ts";
 
 const config = benchConfig();
 const runtime = runtimeName();
-const rows = new Set((process.env.BENCH_ROWS ?? "start,exec,stream,trace,synthetic").split(","));
+const rows = new Set((process.env.BENCH_ROWS ?? "start,exec,stream,run,trace,synthetic").split(","));
 const engine = new DockerEngine(config.endpoint);
 const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-bench-spill-")));
 const backend = createDockerSandboxBackend({
@@ -130,7 +132,7 @@ try {
     printRow(row);
     results.push(row);
   }
-  if (rows.has("exec") || rows.has("stream") || rows.has("trace") || rows.has("synthetic")) {
+  if (rows.has("exec") || rows.has("stream") || rows.has("run") || rows.has("trace") || rows.has("synthetic")) {
     keeper = await backend.reserve({ policy: POLICY }, NO_RECORD).start();
     const keeperId = keeper.resources.keeperId;
     const dockerode: DockerodeClient = await loadDockerode(config.socketPath, keeperId, `${USER.uid}:${USER.gid}`);
@@ -142,6 +144,11 @@ try {
     }
     if (rows.has("stream")) {
       const row = await streamRow(config, backend, engine, keeper, dockerode);
+      printRow(row);
+      results.push(row);
+    }
+    if (rows.has("run")) {
+      const row = await runRow(config, keeper, dockerode);
       printRow(row);
       results.push(row);
     }

@@ -68,7 +68,7 @@ try {
 
   sandbox = await reservation.start();
 
-  // Files go in before the process is reserved; they belong to the sandbox user.
+  // Trees go in between processes; they belong to the sandbox user.
   const imported = await sandbox.importTree(importDirectory(project), {
     quota: { bytes: 1024 * 1024, files: 100 },
     deadlineAt: Date.now() + 30_000,
@@ -102,6 +102,14 @@ try {
   ]);
   console.log("--- stdout\n" + stdout + "--- stderr\n" + stderr + "--- exit receipt");
   console.log(receipt);
+
+  // The short path: one command, its exit and its output (many may run in one sandbox).
+  const listing = await sandbox.run("/bin/ls", ["artifacts"]);
+  console.log(`--- run /bin/ls artifacts: exit ${listing.exit.code}\n${listing.stdoutText}`);
+  // Single files while compute runs go through the guest, as the sandbox user.
+  await sandbox.writeFile("work/artifacts/from-host.txt", "written while it runs\n");
+  const report = new TextDecoder().decode(await sandbox.readFile("work/artifacts/report.txt"));
+  console.log(`--- readFile work/artifacts/report.txt: ${JSON.stringify(report)}`);
 
   // Files come out after compute stopped, through a never-started read-only accessor.
   await sandbox.stop();

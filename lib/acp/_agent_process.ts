@@ -22,8 +22,9 @@ import { StderrTail } from "./_stderr_tail.ts";
 export interface AcpReleaseReceipt {
   /**
    * The agent process's exit receipt: `{ kind: "exited", code }` when it exited (after its
-   * stdin closed, or earlier), `unavailable` when compute had to be removed first (it did not
-   * exit within `exitTimeoutMs`).
+   * stdin closed, or earlier), `killed` when a fault of its own ended it (say its output
+   * limit), `unavailable` when compute had to be removed first (it did not exit within
+   * `exitTimeoutMs`).
    */
   readonly exit: SandboxExitReceipt;
   /** The end of the agent's stderr (at most `stderrTailBytes` bytes), decoded as UTF-8. */

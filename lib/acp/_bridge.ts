@@ -340,6 +340,8 @@ function lostError(action: string, reason: unknown, receipt: AcpReleaseReceipt, 
   const { exit, stderrTail } = receipt;
   const how = exit.kind === "exited"
     ? `the agent exited with code ${exit.code}`
+    : exit.kind === "killed"
+    ? `the agent's process was ended (${exit.reason})`
     : reason instanceof SandboxError
     ? `the sandbox stopped (${reason.message})`
     : "the agent's output ended and compute was stopped before its exit status was seen";

@@ -87,10 +87,11 @@ export interface AcpAgentExitedErrorOptions extends SandboxErrorOptions {
  * during `initialize` or `session/new`, or in the middle of a turn. The bridge has already
  * stopped the sandbox's compute when this error is raised; files stay for export.
  *
- * `exit` is the process's receipt (`{ kind: "exited", code }`, or `unavailable` when compute
- * was removed first); `stderrTail` is the end of what the agent wrote to stderr; `cause` is
- * the sandbox's stop cause when the sandbox stopped on its own (output limit, execution
- * deadline, …).
+ * `exit` is the process's receipt (`{ kind: "exited", code }`; `{ kind: "killed", reason }`
+ * when its own fault ended it, say its output limit; or `unavailable` when compute was
+ * removed first); `stderrTail` is the end of what the agent wrote to stderr; `cause` is the
+ * fault or the sandbox's stop cause when the sandbox stopped on its own (execution deadline,
+ * …).
  *
  * @example
  * ```ts

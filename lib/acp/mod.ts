@@ -1,5 +1,5 @@
 /**
- * `@agentcell/docker/acp`: run an Agent Client Protocol agent as a sandbox's one process and
+ * `@agentcell/docker/acp`: run an Agent Client Protocol agent as a sandbox process and
  * drive it from the host with `@agentclientprotocol/sdk` (ACP protocol version 1).
  *
  * One sandbox process carries one initialized ACP connection and one session, which runs many

@@ -35,12 +35,12 @@ const block = z.looseObject({ type: z.string() });
 const contentSchema = z.union([z.string(), block, z.array(block).min(1)]);
 
 /**
- * An open ACP session over the sandbox's one process, made by `startAcpSession`.
+ * An open ACP session over one sandbox process (the agent), made by `startAcpSession`.
  *
  * Ownership: the caller owns both this session and the sandbox. Release the session with
  * {@linkcode close} (or `await using`): it half-closes the agent's stdin, waits up to
  * `exitTimeoutMs` for the agent to exit, stops the sandbox's compute (`sandbox.stop()`: the
- * process, its descendants and the keeper are removed) and joins the agent's streams. Files
+ * agent, every other process of the sandbox, their descendants and the keeper are removed) and joins the agent's streams. Files
  * stay: export them with `sandbox.exportTree()`, then `sandbox.destroy()`.
  *
  * When the agent exits on its own, or the sandbox stops, the bridge releases compute itself:

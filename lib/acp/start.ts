@@ -1,5 +1,5 @@
 /**
- * {@linkcode startAcpSession}: run an ACP agent as the sandbox's one process and open one
+ * {@linkcode startAcpSession}: run an ACP agent as a sandbox process and open one
  * session with it.
  *
  * @module
@@ -11,7 +11,7 @@ import { type AcpSessionOptions, normalizeAcpSessionOptions } from "./options.ts
 import { AcpSession } from "./session.ts";
 
 /**
- * Start `request` as the sandbox's one process, speak ACP (protocol version 1, newline-delimited
+ * Start `request` as a process of the sandbox, speak ACP (protocol version 1, newline-delimited
  * JSON-RPC over its stdin and stdout) with it through `@agentclientprotocol/sdk`, send
  * `initialize` and open one session (`session/new` with `cwd` `/workspace/work` and no MCP
  * servers unless given).
@@ -30,15 +30,20 @@ import { AcpSession } from "./session.ts";
  * stderr is read all the time into a bounded tail (`session.stderrTail`), because the
  * sandbox bounds unread stdout and stderr together (`maxBufferedOutputBytes`).
  *
- * @param sandbox A running sandbox whose process is not reserved yet (files imported first).
+ * The session owns the sandbox's compute: releasing it stops the sandbox, with every other
+ * process that runs there (policy `processes: "one"` makes the agent the only one).
+ *
+ * @param sandbox A running sandbox (files imported first; policy `processes: "one"`: its
+ *   process not reserved yet).
  * @param request The agent command (see `SandboxProcessRequest`): an absolute executable,
  *   literal arguments, environment.
  * @param options What the agent is granted, bounds and deadlines (see {@linkcode AcpSessionOptions}).
  * @returns The open session.
  * @throws {SandboxConfigurationError} `configuration`: invalid `request` or `options` (the
  *   message names the field)
- * @throws {SandboxStateError} `invalid_state`: the sandbox already reserved its process, or an
- *   import is running
+ * @throws {SandboxStateError} `invalid_state`: an import is running, or (policy `processes:
+ *   "one"`) the sandbox already reserved its process
+ * @throws {SandboxQuotaError} `quota`: `policy.maxConcurrentProcesses` processes already run
  * @throws {SandboxStoppedError} `stopped`: the sandbox is not running
  * @throws {SandboxDeadlineError} `deadline`: `initialize` or `session/new` was not answered
  *   within `openTimeoutMs` (the message names which)

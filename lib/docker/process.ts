@@ -1,147 +1,363 @@
 /**
- * The sandbox's one agent process: a Docker exec as the non-root user without a TTY, with
- * stdin as a `WritableStream` (close = half-close), stdout and stderr demultiplexed into
- * two `ReadableStream`s, and an exit receipt read from `GET /exec/{id}/json`.
+ * A sandbox process: a Docker exec as the non-root user without a TTY, with stdin as a
+ * `WritableStream` (close = half-close), stdout and stderr demultiplexed into two
+ * `ReadableStream`s, its own deadline and kill, and an exit receipt read from
+ * `GET /exec/{id}/json`.
+ *
+ * Every process runs under a fixed `/bin/sh` wrapper (its exec's leader, so the receipt is
+ * the wrapper's exit status, which is the command's): the wrapper names itself for the kill
+ * (see `_guest_kill.ts`), runs the command in a child whose `oom_score_adj` is 1000 and whose
+ * stderr goes where the request says, optionally kills the descendants left in its process
+ * group when the command exits, and exits with the command's status.
  *
  * @module
  */
-import { type SandboxError, SandboxDeadlineError, SandboxStoppedError } from "../sandbox/errors.ts";
+import {
+  SandboxAbandonedOutputError,
+  SandboxDeadlineError,
+  SandboxEngineError,
+  type SandboxError,
+  SandboxStateError,
+  SandboxStoppedError,
+} from "../sandbox/errors.ts";
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
 import type {
   NormalizedSandboxProcessRequest,
   SandboxExitReceipt,
+  SandboxKillReason,
   SandboxProcess,
   SandboxProcessReservation,
+  SandboxStderrMode,
 } from "../sandbox/process.ts";
-import { SandboxStateError } from "../sandbox/errors.ts";
-import { inspectContainer } from "../engine/containers.ts";
 import { createExec, inspectExec, startExec } from "../engine/exec.ts";
 import type { EngineUpgrade } from "../engine/http/mod.ts";
 import { demultiplex } from "../engine/frames/demultiplex.ts";
-import type { SandboxHost } from "./sandbox.ts";
-import { startGuestDeadline } from "./controller_lease.ts";
+import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
+import { killProcessGroup } from "./_guest_kill.ts";
+import type { ProcessKind } from "./process_registry.ts";
 import { WORK_PATH } from "./workload.ts";
-import { asSandboxError, isNotFound } from "./_engine_errors.ts";
+import { asSandboxError } from "./_engine_errors.ts";
 import { setLongTimeout } from "./_long_timer.ts";
 
 /**
- * The wrapper the process runs under: it raises its own `oom_score_adj` to 1000 (allowed
- * without privileges) before `exec`-ing the target, so under memory pressure the kernel
- * kills the agent's processes before the keeper. Measured on the build machines: without
- * it an OOM inside an exec can kill the keeper too.
+ * The wrapper every process runs under: `sh -c WRAPPER sh <name> <stderr> <argv…>`. It
+ * renames itself to `<name>`, moves its own stderr aside (so the shell's "Killed" notice of a
+ * child ended by a signal never reaches the process's stderr), runs the command in a subshell
+ * that raises its own `oom_score_adj` to 1000 (allowed without privileges; measured on the
+ * build machines: without it an OOM inside an exec can kill the keeper too) and `exec`s the
+ * command with stderr as `<stderr>` says (`e` discard, `o` into stdout, `p` as it is), and
+ * exits with the command's status.
  */
-const OOM_WRAPPER = 'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; exec "$0" "$@"';
+export const PROCESS_WRAPPER = 'printf %s "$1" > /proc/self/comm 2>/dev/null; f=$2; shift 2; exec 4>&2 2>/dev/null; ' +
+  "case $f in " +
+  'e) ( echo 1000 > /proc/self/oom_score_adj; exec "$@" 2>/dev/null 4>&- );; ' +
+  'o) ( echo 1000 > /proc/self/oom_score_adj; exec "$@" 2>&1 4>&- );; ' +
+  '*) ( echo 1000 > /proc/self/oom_score_adj; exec "$@" 2>&4 4>&- );; ' +
+  "esac; ";
+
+/** {@linkcode PROCESS_WRAPPER} for a process without `killDescendantsOnExit`. */
+const PLAIN_WRAPPER = `${PROCESS_WRAPPER}exit $?`;
+
+/**
+ * {@linkcode PROCESS_WRAPPER} for `killDescendantsOnExit`: once the command exited, `SIGKILL`
+ * every other live member of the wrapper's process group (shell builtins only, repeated until
+ * a scan finds none, at most 100 rounds), then exit with the command's status.
+ */
+const KILLING_WRAPPER = `${PROCESS_WRAPPER}s=$?; m() { [ "$1" != Z ] && [ "$3" = "$$" ]; }; r=0; n=1; ` +
+  'while [ $n -gt 0 ] && [ $r -lt 100 ]; do r=$((r + 1)); n=0; for d in /proc/[0-9]*; do ' +
+  '[ "${d#/proc/}" = "$$" ] && continue; read -r l 2>/dev/null < "$d/stat" || continue; ' +
+  'm ${l##*) } && { kill -9 "${d#/proc/}" 2>/dev/null; n=$((n + 1)); }; done; done; exit $s';
+
+/** Most kills of one end (see `DockerProcess.#kill`). */
+const KILL_ATTEMPTS = 8;
 
 /** Most bytes one stdin write is split into on its way to the socket. */
 const STDIN_HIGH_WATER_MARK = 64 * 1024;
+
+/** The pieces a process needs from its sandbox (kept narrow on purpose). */
+export interface ProcessHost extends ExitObserverHost {
+  /** The sandbox user every process runs as. */
+  readonly user: { readonly uid: number; readonly gid: number };
+  /** The keeper's identity: guard execs run as it. */
+  readonly keeperUser: { readonly uid: number; readonly gid: number };
+  /**
+   * Count a starting exec against the sandbox's bounds; returns its release (idempotent).
+   *
+   * @throws {SandboxStateError} when an import runs (a process start only)
+   * @throws {SandboxQuotaError} when `maxConcurrentProcesses` execs already run
+   */
+  admit(kind: ProcessKind, action: string): () => void;
+  /** A caller's process started: the sandbox's execution deadline begins with the first one (resolves once its guest guard runs). */
+  processStarted(): Promise<void>;
+}
+
+/** What one exec runs and how what ends it early is handled. */
+export interface GuestCommand {
+  /** The command: absolute executable, then literal arguments. */
+  readonly argv: readonly string[];
+  /** The complete environment. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Guest working directory. */
+  readonly workingDir: string;
+  /** Bound on unread stdout and stderr, bytes. */
+  readonly maxBufferedOutputBytes: number;
+  /** Its own deadline, milliseconds, or `undefined`. */
+  readonly timeoutMs: number | undefined;
+  /** Kill the descendants left in its process group when it exits. */
+  readonly killDescendantsOnExit: boolean;
+  /** Where stderr goes. */
+  readonly stderr: SandboxStderrMode;
+  /** `"process"` (the caller's) or `"file"` (a file reader or writer of the backend). */
+  readonly kind: ProcessKind;
+  /** Whether what ends it early stops the whole sandbox (the process of policy `processes: "one"`). */
+  readonly endsSandbox: boolean;
+}
 
 /** A reserved, not yet started process. */
 export class DockerProcessReservation implements SandboxProcessReservation {
   /** The normalised request. */
   readonly request: NormalizedSandboxProcessRequest;
-  readonly #host: SandboxHost;
+  readonly #host: ProcessHost;
+  readonly #endsSandbox: boolean;
   #started = false;
 
   /** @internal Made by `DockerSandbox.reserveProcess`. */
-  constructor(request: NormalizedSandboxProcessRequest, host: SandboxHost) {
+  constructor(request: NormalizedSandboxProcessRequest, host: ProcessHost, endsSandbox: boolean) {
     this.request = request;
     this.#host = host;
+    this.#endsSandbox = endsSandbox;
   }
 
   /**
-   * Create and start the exec, attached to stdin, stdout and stderr.
+   * Create and start the exec, attached to stdin, stdout and stderr. With policy
+   * `execution: { kind: "deadline" }`, the sandbox's first process also starts the sandbox's
+   * guest-side deadline before this resolves.
    *
-   * @throws {SandboxStateError} when called twice
+   * @throws {SandboxStateError} when called twice, or while an import runs
+   * @throws {SandboxQuotaError} when `maxConcurrentProcesses` processes already run
    * @throws {SandboxStoppedError} (or the stop cause) when the sandbox is stopped
    * @throws {SandboxAbortedError} when `options.signal` aborted before the exec started
    * @throws {SandboxEngineError} when the Engine fails
    */
-  async start(options: SandboxStartOptions = {}): Promise<SandboxProcess> {
-    if (this.#started) throw new SandboxStateError("Cannot start process: it was already started");
+  start(options: SandboxStartOptions = {}): Promise<DockerProcess> {
+    if (this.#started) return Promise.reject(new SandboxStateError("Cannot start process: it was already started"));
     this.#started = true;
-    const host = this.#host;
-    if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
     const { request } = this;
-    let attach: EngineUpgrade;
-    let execId: string;
-    try {
-      execId = await createExec(host.engine, host.keeperId, {
-        Cmd: ["/bin/sh", "-c", OOM_WRAPPER, request.executable, ...request.args],
-        Env: Object.entries(request.env).map(([name, value]) => `${name}=${value}`),
-        User: `${host.user.uid}:${host.user.gid}`,
-        WorkingDir: WORK_PATH,
-      }, { timeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
-      attach = await startExec(host.engine, execId, { signal: options.signal });
-    } catch (error) {
-      if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
-      throw asSandboxError(error, "start process");
-    }
-    // A stop that raced the start: the Engine may already be writing its own error text
-    // into the stream, which must never reach the caller as the process's output.
-    if (host.stopping.aborted) {
-      attach.abort(host.stopping.reason);
-      throw host.stopping.reason as SandboxError;
-    }
-    const process = runProcess(host, execId, attach, request.maxBufferedOutputBytes);
-    const execution = host.policy.execution;
-    if (execution.kind === "deadline") {
-      // The same deadline inside the guest (plus a grace), so it holds after the host died.
-      // A guard that ends early (a guest process killed it) stops the sandbox.
-      try {
-        const guard = await startGuestDeadline({ ...host, user: host.keeperUser, timeoutMs: host.policy.deadlines.startupMs }, execution.timeoutMs);
-        host.computeRemoved.then(() => guard.release());
-        guard.lost.then(() =>
-          host.stopFor(new SandboxStoppedError("Cannot continue process: the guest-side execution deadline ended early (a process killed it), so the sandbox was stopped"))
-        ).catch(() => {});
-      } catch (error) {
-        host.stopFor(asSandboxError(error, "start the guest deadline")).catch(() => {});
-      }
-    }
-    return process;
+    return startGuestProcess(this.#host, {
+      argv: [request.executable, ...request.args],
+      env: request.env,
+      workingDir: WORK_PATH,
+      maxBufferedOutputBytes: request.maxBufferedOutputBytes,
+      timeoutMs: request.timeoutMs,
+      killDescendantsOnExit: request.killDescendantsOnExit,
+      stderr: request.stderr,
+      kind: "process",
+      endsSandbox: this.#endsSandbox,
+    }, "start process", options);
   }
 }
 
-function runProcess(host: SandboxHost, execId: string, attach: EngineUpgrade, maxBufferedOutputBytes: number): SandboxProcess {
-  // The attach output ends with the sandbox's stop cause once compute removal begins.
-  const onStopping = () => attach.abort(host.stopping.reason);
-  host.stopping.addEventListener("abort", onStopping, { once: true });
-  const source = stopAware(attach.readable, host.stopping);
-  const output = demultiplex(source, {
-    maxBufferedOutputBytes,
-    onFault: (error) => {
-      host.stopFor(error).catch(() => {});
-    },
-  });
-  const streamEnded = output.done.then(() => undefined, () => undefined);
+/** A random wrapper name: `ac-` and 12 hex digits (48 bits), 15 bytes, as `comm` holds. */
+function wrapperName(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(6));
+  return `ac-${Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+}
 
-  // The execution deadline bounds the process and everything it started: it runs until the
-  // sandbox stops, not merely until the leader exits.
-  const execution = host.policy.execution;
-  if (execution.kind === "deadline") {
-    const cancelDeadline = setLongTimeout(() => {
-      host.stopFor(
-        new SandboxDeadlineError(`Cannot continue process: its execution deadline of ${execution.timeoutMs} ms elapsed`),
-      ).catch(() => {});
-    }, execution.timeoutMs);
-    host.stopping.addEventListener("abort", cancelDeadline, { once: true });
+/**
+ * Start `command` in the sandbox: admission, exec create and start, then the running
+ * process.
+ *
+ * @throws what {@linkcode DockerProcessReservation.start} throws
+ */
+export async function startGuestProcess(
+  host: ProcessHost,
+  command: GuestCommand,
+  action: string,
+  options: SandboxStartOptions = {},
+): Promise<DockerProcess> {
+  if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
+  const release = host.admit(command.kind, action);
+  const name = wrapperName();
+  const stderr = command.stderr === "discard" ? "e" : command.stderr === "stdout" ? "o" : "p";
+  let attach: EngineUpgrade;
+  let execId: string;
+  try {
+    execId = await createExec(host.engine, host.keeperId, {
+      Cmd: ["/bin/sh", "-c", command.killDescendantsOnExit ? KILLING_WRAPPER : PLAIN_WRAPPER, "sh", name, stderr, ...command.argv],
+      Env: Object.entries(command.env).map(([variable, value]) => `${variable}=${value}`),
+      User: `${host.user.uid}:${host.user.gid}`,
+      WorkingDir: command.workingDir,
+    }, { timeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
+    attach = await startExec(host.engine, execId, { signal: options.signal });
+  } catch (error) {
+    release();
+    if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
+    throw asSandboxError(error, action);
+  }
+  // A stop that raced the start: the Engine may already be writing its own error text
+  // into the stream, which must never reach the caller as the process's output.
+  if (host.stopping.aborted) {
+    release();
+    attach.abort(host.stopping.reason);
+    throw host.stopping.reason as SandboxError;
+  }
+  const process = new DockerProcess(host, command, name, execId, attach, release);
+  if (command.kind === "process") await host.processStarted();
+  return process;
+}
+
+/** The kill reason of a fault of the output stream. */
+function faultReason(error: SandboxError): SandboxKillReason {
+  switch (error.code) {
+    case "output_limit":
+      return "output_limit";
+    case "abandoned_output":
+      return "abandoned_output";
+    case "framing":
+      return "framing";
+    default:
+      return "connection";
+  }
+}
+
+/**
+ * A running process (see `SandboxProcess`). Made by `reservation.start()`, `run()` and the
+ * file reader and writer.
+ */
+export class DockerProcess implements SandboxProcess {
+  /** The process's standard input (close = half-close). */
+  readonly stdin: WritableStream<Uint8Array>;
+  /** The process's standard output. */
+  readonly stdout: ReadableStream<Uint8Array>;
+  /** The process's standard error (empty with `stderr: "discard"` or `"stdout"`). */
+  readonly stderr: ReadableStream<Uint8Array>;
+  /** The exit receipt. */
+  readonly exit: Promise<SandboxExitReceipt>;
+  readonly #host: ProcessHost;
+  readonly #command: GuestCommand;
+  readonly #name: string;
+  readonly #execId: string;
+  #endReason: SandboxKillReason | undefined;
+  #settled = false;
+  #killing: Promise<void> | undefined;
+
+  /** @internal Made by {@linkcode startGuestProcess}. */
+  constructor(host: ProcessHost, command: GuestCommand, name: string, execId: string, attach: EngineUpgrade, release: () => void) {
+    this.#host = host;
+    this.#command = command;
+    this.#name = name;
+    this.#execId = execId;
+    // The attach output ends with the sandbox's stop cause once compute removal begins.
+    const onStopping = () => attach.abort(host.stopping.reason);
+    host.stopping.addEventListener("abort", onStopping, { once: true });
+    const output = demultiplex(stopAware(attach.readable, host.stopping), {
+      maxBufferedOutputBytes: command.maxBufferedOutputBytes,
+      onFault: (error) => void this.end(faultReason(error), error).catch(() => {}),
+    });
+    this.stdout = output.stdout;
+    this.stderr = output.stderr;
+    const ended = new AbortController();
+    this.stdin = stdinStream(attach, host.stopping, ended.signal);
+    const streamEnded = output.done.then(() => undefined, () => undefined);
+    // The connection lives as long as the output. Descendants may write after the leader
+    // exited, but the Engine ends the stream about 2 s after the leader's exit (as with
+    // `docker exec`), so later output of descendants is not delivered.
+    streamEnded.then(() => {
+      host.stopping.removeEventListener("abort", onStopping);
+      attach.close().catch(() => {});
+    });
+    const cancelTimeout = command.timeoutMs === undefined
+      ? () => {}
+      : setLongTimeout(() => void this.end("timeout").catch(() => {}), command.timeoutMs);
+    this.exit = observeExit(host, execId, streamEnded).finally(() => {
+      this.#settled = true;
+      cancelTimeout();
+      release();
+    }).then((observed): SandboxExitReceipt => {
+      const reason = this.#endReason;
+      if (observed.kind === "exited" && reason !== undefined) return Object.freeze({ kind: "killed", reason, code: observed.code });
+      return Object.freeze(observed);
+    });
+    this.exit.catch(() => {});
+    // Once the output ended and the leader's exit was observed, nothing more can flow: the
+    // connection is dropped, so a stdin write the guest will never read fails at once
+    // instead of waiting for the socket to drain.
+    Promise.all([streamEnded, this.exit]).then(() => {
+      ended.abort(new SandboxStateError("Cannot write stdin: the process has exited"));
+      attach.abort(ended.signal.reason);
+    }, () => {});
   }
 
-  // The connection lives as long as the output. Descendants may write after the leader
-  // exited, but the Engine ends the stream about 2 s after the leader's exit (as with
-  // `docker exec`), so later output of descendants is not delivered.
-  streamEnded.then(() => {
-    host.stopping.removeEventListener("abort", onStopping);
-    attach.close().catch(() => {});
-  });
-  const exit = observeExit(host, execId, streamEnded);
-  exit.catch(() => {});
+  /**
+   * Kill the process (see `SandboxProcess.kill`).
+   *
+   * @throws {SandboxStoppedError} (or the stop cause) when the sandbox stopped first
+   */
+  async kill(): Promise<void> {
+    if (this.#host.stopping.aborted) throw this.#host.stopping.reason as SandboxError;
+    await this.end("requested");
+  }
 
-  return {
-    stdin: stdinStream(attach, host.stopping),
-    stdout: output.stdout,
-    stderr: output.stderr,
-    exit,
-  };
+  /**
+   * @internal End the process for `reason`: kill its process group inside the guest (the
+   * receipt, unless already observed, becomes `killed` with `reason`), or, for the process
+   * of policy `processes: "one"`, stop the sandbox with `cause`. When the kill cannot run,
+   * the sandbox stops instead, so a bound is never left unenforced. Nothing happens once the
+   * sandbox is stopping (its stop ends every process).
+   */
+  end(reason: SandboxKillReason, cause?: SandboxError): Promise<void> {
+    const host = this.#host;
+    if (host.stopping.aborted) return Promise.resolve();
+    if (this.#command.endsSandbox) return host.stopFor(cause ?? this.#stopCause(reason));
+    if (!this.#settled) this.#endReason ??= reason;
+    this.#killing ??= this.#kill(reason).finally(() => {
+      this.#killing = undefined;
+    });
+    return this.#killing;
+  }
+
+  /**
+   * Run the kill inside the guest until it found the wrapper or the leader is gone. The
+   * Engine answers an exec start before its process exists, so a kill right after the start
+   * can come before the wrapper named itself: while no process carries the name and the
+   * exec still runs (`GET /exec/{id}/json` has no exit code), the kill is repeated after 10,
+   * 20, 40, … 640 ms, 8 kills at most. When the kill cannot run, or the leader still runs
+   * unfound after the last one (it renamed itself), the sandbox stops instead, so the bound
+   * is never left unenforced.
+   */
+  async #kill(reason: SandboxKillReason): Promise<void> {
+    const host = this.#host;
+    const stop = (why: string, cause?: unknown) =>
+      host.stopFor(new SandboxEngineError(`Cannot end process: ${why}, so the sandbox was stopped to end it (${reason})`, { cause }));
+    try {
+      for (let attempt = 0; attempt < KILL_ATTEMPTS; attempt++) {
+        if (await killProcessGroup(host, this.#name) || this.#settled || host.stopping.aborted) return;
+        const state = await inspectExec(host.engine, this.#execId, { timeoutMs: host.policy.deadlines.cleanupMs });
+        if (!state.Running && state.ExitCode !== null) return;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 10 * 2 ** attempt);
+          this.exit.then(() => {
+            clearTimeout(timer);
+            resolve();
+          }, resolve);
+        });
+        if (this.#settled || host.stopping.aborted) return;
+      }
+      await stop(`its leader still runs but no guest process carries its name ${this.#name} (did it rename itself?)`);
+    } catch (error) {
+      if (host.stopping.aborted) return;
+      await stop(`the kill inside the guest did not run (${error instanceof Error ? error.message : String(error)})`, error);
+    }
+  }
+
+  /** Why the sandbox of policy `processes: "one"` stops when its process ends for `reason`. */
+  #stopCause(reason: SandboxKillReason): SandboxError {
+    if (reason === "timeout") {
+      return new SandboxDeadlineError(`Cannot continue process: its timeoutMs of ${this.#command.timeoutMs} ms elapsed`);
+    }
+    if (reason === "abandoned_output") return new SandboxAbandonedOutputError("Cannot continue process: its output was abandoned");
+    return new SandboxStoppedError(`Cannot continue: the sandbox's one process was ended (${reason}), so the sandbox was stopped`);
+  }
 }
 
 /** Pass bytes through; error with the stop cause once the sandbox stops. */
@@ -163,9 +379,12 @@ function stopAware(readable: ReadableStream<Uint8Array>, stopping: AbortSignal):
   }, { highWaterMark: 0 });
 }
 
-function stdinStream(attach: EngineUpgrade, stopping: AbortSignal): WritableStream<Uint8Array> {
+function stdinStream(attach: EngineUpgrade, stopping: AbortSignal, ended: AbortSignal): WritableStream<Uint8Array> {
   const writer = attach.writable.getWriter();
-  const stoppedError = () => (stopping.reason as SandboxError | undefined) ?? new SandboxStoppedError("Cannot write stdin: the sandbox stopped");
+  const stoppedError = () =>
+    stopping.aborted
+      ? (stopping.reason as SandboxError | undefined) ?? new SandboxStoppedError("Cannot write stdin: the sandbox stopped")
+      : ended.reason as SandboxError;
   let halfClosed = false;
   const halfClose = async () => {
     if (halfClosed) return;
@@ -175,19 +394,19 @@ function stdinStream(attach: EngineUpgrade, stopping: AbortSignal): WritableStre
   };
   return new WritableStream<Uint8Array>({
     async write(chunk) {
-      if (stopping.aborted) throw stoppedError();
+      if (stopping.aborted || ended.aborted) throw stoppedError();
       try {
         await writer.write(chunk);
       } catch (error) {
-        throw stopping.aborted ? stoppedError() : asSandboxError(error, "write stdin");
+        throw stopping.aborted || ended.aborted ? stoppedError() : asSandboxError(error, "write stdin");
       }
     },
     async close() {
-      if (stopping.aborted) throw stoppedError();
+      if (stopping.aborted || ended.aborted) throw stoppedError();
       try {
         await halfClose();
       } catch (error) {
-        throw stopping.aborted ? stoppedError() : asSandboxError(error, "close stdin");
+        throw stopping.aborted || ended.aborted ? stoppedError() : asSandboxError(error, "close stdin");
       }
     },
     async abort() {
@@ -195,108 +414,4 @@ function stdinStream(attach: EngineUpgrade, stopping: AbortSignal): WritableStre
       await halfClose().catch(() => {});
     },
   }, new ByteLengthQueuingStrategy({ highWaterMark: STDIN_HIGH_WATER_MARK }));
-}
-
-/** Poll interval while the output is still open (descendants may hold it after the leader exits). */
-export const OPEN_STREAM_POLL_MS = 2_000;
-/** First poll interval once the output ended; it doubles with each poll. */
-export const ENDED_STREAM_FIRST_POLL_MS = 10;
-/**
- * Longest poll interval once the output ended: an exec whose inspect never reports a
- * numeric `ExitCode` costs at most one exec inspect and one keeper inspect per 5 s.
- */
-export const ENDED_STREAM_MAX_POLL_MS = 5_000;
-
-/**
- * The wait before the next inspection once the output ended: 10 ms doubling with each
- * poll, capped at {@linkcode ENDED_STREAM_MAX_POLL_MS} (10, 20, 40, … 2,560, then 5,000 ms
- * for as long as the exit code stays unreported).
- *
- * @param poll Inspections made since the output ended, minus one (0 for the first wait).
- * @returns The wait, in milliseconds.
- */
-export function endedStreamPollMs(poll: number): number {
-  return Math.min(ENDED_STREAM_FIRST_POLL_MS * 2 ** poll, ENDED_STREAM_MAX_POLL_MS);
-}
-
-/**
- * Waits `ms` milliseconds, or less when one of `wake` settles first; the exit observer's
- * only clock, replaceable so a test can observe the schedule as a sequence of waits.
- */
-export type ExitPollWait = (ms: number, wake: readonly Promise<unknown>[]) => Promise<void>;
-
-function sleep(ms: number, wake: readonly Promise<unknown>[]): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    for (const promise of wake) promise.then(done, done);
-  });
-}
-
-/**
- * Settle the exit receipt from `GET /exec/{id}/json`, never from the stream ending:
- * `exited` only for a non-running exec with a numeric `ExitCode` (`null` is still pending).
- * The exec is inspected every 2 s while its output is open (a descendant may keep the
- * output open after the leader exited) and, once the output ended, after waits of 10 ms
- * doubling up to 5 s ({@linkcode endedStreamPollMs}): quick for the usual exit, one
- * inspection per 5 s at most for an exec that keeps running or whose exit code never
- * appears. Once the sandbox is stopping, a status not yet observed is no longer trusted
- * (the stop itself kills the process): the receipt waits for compute removal and is
- * `unavailable`. From the fourth inspection after the output ended, the keeper is inspected
- * with each one too: a dead keeper stops the sandbox.
- *
- * @param host The sandbox's engine, keeper, deadlines and stop state.
- * @param execId The exec to observe.
- * @param streamEnded Settles when the exec's output ended.
- * @param wait The clock between inspections (tests pass their own to record the schedule).
- * @returns The receipt.
- */
-export async function observeExit(
-  host: SandboxHost,
-  execId: string,
-  streamEnded: Promise<void>,
-  wait: ExitPollWait = sleep,
-): Promise<SandboxExitReceipt> {
-  const unavailable: SandboxExitReceipt = Object.freeze({ kind: "unavailable", reason: "sandbox_stopped" });
-  const timeoutMs = host.policy.deadlines.cleanupMs;
-  const stopping = new Promise<void>((resolve) => {
-    if (host.stopping.aborted) resolve();
-    host.stopping.addEventListener("abort", () => resolve(), { once: true });
-  });
-  let ended = false;
-  streamEnded.then(() => (ended = true));
-  await wait(OPEN_STREAM_POLL_MS, [streamEnded, stopping]);
-  for (let poll = 0;; poll++) {
-    if (host.stopping.aborted) {
-      await host.computeRemoved;
-      return unavailable;
-    }
-    const endedBefore = ended;
-    try {
-      const state = await inspectExec(host.engine, execId, { timeoutMs });
-      if (host.stopping.aborted) continue;
-      if (!state.Running && state.ExitCode !== null) return Object.freeze({ kind: "exited", code: state.ExitCode });
-    } catch (error) {
-      if (isNotFound(error)) return unavailable;
-      // a transient Engine failure: try again below
-    }
-    if (endedBefore && poll >= 3 && !host.stopping.aborted) {
-      try {
-        const keeper = await inspectContainer(host.engine, host.keeperId, { timeoutMs });
-        if (!keeper.State.Running) {
-          host.stopFor(new SandboxStoppedError("Cannot continue: the keeper container exited")).catch(() => {});
-        }
-      } catch (error) {
-        if (isNotFound(error)) return unavailable;
-      }
-    }
-    if (endedBefore) await wait(endedStreamPollMs(poll), [stopping]);
-    else {
-      poll = -1;
-      await wait(OPEN_STREAM_POLL_MS, [stopping, streamEnded]);
-    }
-  }
 }

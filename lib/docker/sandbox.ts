@@ -1,13 +1,21 @@
 /**
- * A running Docker sandbox: its exact resources, its state, the one process it may run,
- * and `stop()` / `destroy()`.
+ * A running Docker sandbox: its exact resources, its state, its processes (through a
+ * registry of their bounds), files while it runs, and `stop()` / `destroy()`.
  *
  * @module
  */
 import type { Sandbox, SandboxState } from "../sandbox/backend.ts";
 import { SandboxEngineError, type SandboxError, SandboxStateError, SandboxStoppedError } from "../sandbox/errors.ts";
+import {
+  normalizeReadFile,
+  normalizeWriteFile,
+  type SandboxGuestFiles,
+  type SandboxReadFileOptions,
+  type SandboxWriteFileOptions,
+} from "../sandbox/guest_files.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
-import { normalizeProcessRequest, type SandboxProcessRequest, type SandboxProcessReservation } from "../sandbox/process.ts";
+import { normalizeProcessRequest, type SandboxProcessRequest } from "../sandbox/process.ts";
+import { normalizeRunRequest, type SandboxRunOptions, type SandboxRunResult } from "../sandbox/run.ts";
 import {
   markPartialImport,
   type SandboxExportEntry,
@@ -20,16 +28,21 @@ import {
 } from "../sandbox/transfer.ts";
 import { normalizeTransferOptions, parseExportSelection } from "../sandbox/_transfer_input.ts";
 import type { DockerEngine } from "../engine/client.ts";
+import { waitContainer } from "../engine/containers.ts";
 import type { AcquiredSandbox } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
+import { armExecutionDeadline } from "./execution_deadline.ts";
 import { resourceLabels, type SandboxResourceNames } from "./names.ts";
-import { DockerProcessReservation } from "./process.ts";
+import { DockerProcessReservation, type ProcessHost } from "./process.ts";
+import { ProcessRegistry } from "./process_registry.ts";
+import { runToEnd } from "./run.ts";
 import { asSandboxError } from "./_engine_errors.ts";
 import { type AccessorContext, createAccessor, verifyAccessor } from "./files/accessor.ts";
 import { removeAllRecorded, removeRecorded } from "./resources.ts";
 import { claimExportSlot } from "./files/_export_slot.ts";
 import { openExport } from "./files/export_tree.ts";
 import { importTreeInto } from "./files/import_tree.ts";
+import { readGuestFile, writeGuestFile } from "./files/guest_files.ts";
 import { TransferGuard } from "./files/_transfer_guard.ts";
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
@@ -44,36 +57,24 @@ export interface DockerSandboxResources {
   readonly accessorId: string | undefined;
 }
 
-/** The pieces a process needs from its sandbox (kept narrow on purpose). */
-export interface SandboxHost {
-  readonly engine: DockerEngine;
-  readonly keeperId: string;
-  readonly user: { readonly uid: number; readonly gid: number };
-  /** The keeper's identity: guard execs run as it. */
-  readonly keeperUser: { readonly uid: number; readonly gid: number };
-  readonly policy: SandboxPolicy;
-  /** Aborted with the stop cause as soon as compute removal begins. */
-  readonly stopping: AbortSignal;
-  /** Settles once the keeper container is gone. */
-  readonly computeRemoved: Promise<void>;
-  /** Stop the whole sandbox because of `cause` (idempotent). */
-  stopFor(cause: SandboxError): Promise<void>;
-}
-
 /**
  * A sandbox on a Docker Engine. Made by `reservation.start()`; see the `Sandbox` contract.
  *
+ * - `reserveProcess(request).start()` and `run()` start processes, many at once (policy
+ *   `processes`, `maxConcurrentProcesses`); `writeFile` / `readFile` move single files
+ *   through the guest while compute runs.
  * - `stop()` force-removes the exact keeper container ID and keeps the volume (files can
- *   still be exported). The running process's exit receipt becomes
+ *   still be exported). Every running process's exit receipt becomes
  *   `{ kind: "unavailable", reason: "sandbox_stopped" }` unless it was already observed.
  * - `destroy()` stops, then removes the exact accessor, network and volume; retryable after
  *   a partial failure; "already gone" (404) counts as done. No prune, label scan or name
  *   fallback.
  * - `await using sandbox = await reservation.start()` destroys at scope exit.
- * - `importTree()` writes files before the process is reserved; `exportTree()` reads them
- *   after `stop()` through a never-started read-only accessor container.
+ * - `importTree()` writes trees between processes (policy `processes: "one"`: before the
+ *   process is reserved); `exportTree()` reads them after `stop()` through a never-started
+ *   read-only accessor container.
  */
-export class DockerSandbox implements Sandbox, SandboxFileTransfers {
+export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGuestFiles {
   /** Reservation ID. */
   readonly id: string;
   readonly #engine: DockerEngine;
@@ -86,12 +87,15 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
   #stopping = new AbortController();
   #stopTask: Promise<void> | undefined;
   #computeRemoved: { promise: Promise<void>; resolve: () => void };
-  #processTaken = false;
+  /** The processes' bounds: the one process, concurrency, imports. */
+  readonly #processes: ProcessRegistry;
+  /** What processes see of this sandbox. */
+  readonly #host: ProcessHost;
+  /** The execution deadline, armed by the first process. */
+  #deadline: Promise<void> | undefined;
   #accessorId: string | undefined;
   /** The accessor being created and checked (shared by concurrent exports). */
   #accessorTask: Promise<string> | undefined;
-  /** An import is running (the process cannot be reserved meanwhile). */
-  #importing = false;
   /** Aborted once `destroy()` was called: exports end and no new one starts. */
   #destroying = new AbortController();
   #keeperRemoved = false;
@@ -115,6 +119,22 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
     let resolve!: () => void;
     const promise = new Promise<void>((r) => (resolve = r));
     this.#computeRemoved = { promise, resolve };
+    this.#processes = new ProcessRegistry(policy.processes, policy.maxConcurrentProcesses);
+    this.#host = {
+      engine,
+      keeperId: acquired.keeperId,
+      user: settings.user,
+      keeperUser: settings.keeperUser,
+      policy,
+      stopping: this.#stopping.signal,
+      computeRemoved: promise,
+      stopFor: (cause) => this.#stopFor(cause),
+      admit: (kind, action) => {
+        if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError(`Cannot ${action}: the sandbox is stopped`);
+        return this.#processes.admit(kind, action);
+      },
+      processStarted: () => this.#processStarted(),
+    };
     acquired.log.bound(() => ({ timeoutMs: policy.deadlines.cleanupMs }));
     this.#watchKeeper();
     // A lease that ends before compute is removed (a guest process killed it) no longer
@@ -126,25 +146,30 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
 
   /**
    * Notice a keeper that stops on its own (killed from inside, OOM, removed from outside):
-   * one long-poll `POST /containers/{id}/wait?condition=not-running` per sandbox, no timer.
+   * one long poll `POST /containers/{id}/wait?condition=not-running` per sandbox, no timer.
    * When it answers while the sandbox is running, the sandbox stops (and cleans up) with a
    * `SandboxStoppedError`. The request ends with `stop()`.
    */
   #watchKeeper(): void {
     const signal = this.#stopping.signal;
-    (async () => {
-      const response = await this.#engine.stream("POST", `/containers/${encodeURIComponent(this.#acquired.keeperId)}/wait`, {
-        query: { condition: "not-running" },
-        maxBodyBytes: 64 * 1024,
-        signal,
-      });
-      await response.body.pipeTo(new WritableStream());
+    waitContainer(this.#engine, this.#acquired.keeperId, { condition: "not-running", signal }).then(async () => {
       if (!signal.aborted) {
         await this.#stopFor(new SandboxStoppedError("Cannot continue: the keeper container stopped on its own"));
       }
-    })().catch(() => {
+    }).catch(() => {
       // Ended by stop(), or the Engine connection failed: there is nothing to report to.
     });
+  }
+
+  /**
+   * The first process started: with policy `execution: { kind: "deadline" }` the sandbox's
+   * execution deadline starts now, once (see `execution_deadline.ts`).
+   */
+  #processStarted(): Promise<void> {
+    const execution = this.#policy.execution;
+    if (execution.kind !== "deadline") return Promise.resolve();
+    this.#deadline ??= armExecutionDeadline(this.#host, execution.timeoutMs);
+    return this.#deadline;
   }
 
   /** `running`, `stopped` (compute removed or being removed) or `destroyed`. */
@@ -173,27 +198,117 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
   }
 
   /**
-   * Reserve the sandbox's one process. Inert: validates and returns; `start()` runs it.
+   * Reserve a process. Inert: validates and returns; `start()` runs it. Policy `processes:
+   * "many"` (the default): any number of reservations, each started once, up to
+   * `maxConcurrentProcesses` running at once. Policy `"one"`: the sandbox's one process.
    *
    * @throws {SandboxConfigurationError} for an invalid request or a conflicting HOME, TMPDIR
    *   or PATH override
-   * @throws {SandboxStateError} when a process was already reserved
+   * @throws {SandboxStateError} policy `"one"`: when its process was already reserved
    * @throws {SandboxStoppedError} when compute is stopped
    */
-  reserveProcess(request: SandboxProcessRequest): SandboxProcessReservation {
+  reserveProcess(request: SandboxProcessRequest): DockerProcessReservation {
     const normalized = normalizeProcessRequest(request);
     if (this.#state !== "running") {
       throw this.#stopCause ?? new SandboxStoppedError("Cannot reserve process: the sandbox is stopped");
     }
-    if (this.#processTaken) throw new SandboxStateError("Cannot reserve process: this sandbox already reserved its one process; run several commands from that one process (say /bin/sh -c \"a; b\") or start another sandbox for another process");
-    if (this.#importing) throw new SandboxStateError("Cannot reserve process: an import is still running");
-    this.#processTaken = true;
-    return new DockerProcessReservation(normalized, this.#host());
+    this.#processes.reserve();
+    return new DockerProcessReservation(normalized, this.#host, this.#policy.processes === "one");
   }
 
   /**
-   * Write a tree of regular files and directories into `/workspace/work`, before the
-   * process is reserved. Entry paths are relative to `/workspace/work` (the process's
+   * Run one command to its end (see `Sandbox.run` and `SandboxRunOptions`): start it, feed
+   * `options.stdin` (then half-close), capture stdout and stderr (at most `maxOutputBytes`
+   * together), wait for its receipt. `executable` runs with literal `args`, never through a
+   * shell unless it is one. It counts as a process (policy `processes: "one"`: it is the
+   * sandbox's one process). Every error after the start carries what was captured:
+   * `runOutputOf(error)` → `{ stdout, stderr, exit }`.
+   *
+   * @returns `{ exit: { kind: "exited", code }, stdout, stderr, stdoutText, stderrText }`; a
+   *   non-zero code is a result, not an error.
+   * @throws {SandboxConfigurationError} for an invalid argument or option (the message names it)
+   * @throws {SandboxOutputLimitError} / {SandboxDeadlineError} / {SandboxAbortedError} when
+   *   `maxOutputBytes`, `timeoutMs` or `signal` ended the command (it was killed)
+   * @throws {SandboxStoppedError} (or the stop cause) when the sandbox stopped first
+   * @throws {SandboxQuotaError} / {SandboxStateError} / {SandboxEngineError} as a process start
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * const result = await sandbox.run("/bin/sh", ["-c", "ls -1 /workspace/work | wc -l"]);
+   * console.log(result.exit.code, result.stdoutText.trim());
+   * ```
+   */
+  async run(executable: string, args?: readonly string[], options?: SandboxRunOptions): Promise<SandboxRunResult> {
+    const request = normalizeRunRequest(executable, args, options);
+    const reservation = this.reserveProcess({
+      executable: request.executable,
+      args: request.args,
+      env: request.env,
+      timeoutMs: request.timeoutMs,
+      killDescendantsOnExit: request.killDescendantsOnExit,
+      stderr: request.stderr,
+    });
+    return await runToEnd(reservation, request, this.#stopping.signal);
+  }
+
+  /**
+   * Write one regular file while compute runs, through the guest (see `SandboxGuestFiles`
+   * and `files/guest_files.ts`): a fixed writer exec as the sandbox user replaces `path`
+   * atomically; a symlink in the path is followed inside the guest only. Counts against
+   * `maxConcurrentProcesses`.
+   *
+   * @param path Canonical path relative to `/workspace` (`work/…` for the work directory).
+   * @param data Bytes (copied), UTF-8 text or a `Blob` (streamed).
+   * @param options `mode` (default 0o644), `deadlineAt`, `quota`, `signal`, `onProgress`.
+   * @returns `{ files: 1, bytes }`.
+   * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} / {SandboxQuotaError} /
+   *   {SandboxDeadlineError} / {SandboxAbortedError} / {SandboxStoppedError} /
+   *   {SandboxEngineError} as `writeGuestFile` says
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * await sandbox.writeFile("work/run.sh", "#!/bin/sh\necho hi\n", { mode: 0o755 });
+   * console.log((await sandbox.run("/workspace/work/run.sh")).stdoutText); // "hi\n"
+   * ```
+   */
+  async writeFile(path: string, data: Uint8Array | string | Blob, options?: SandboxWriteFileOptions): Promise<SandboxTransferReceipt> {
+    const request = normalizeWriteFile(path, data, options);
+    if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError("Cannot write file: the sandbox is stopped");
+    return await writeGuestFile(this.#host, request);
+  }
+
+  /**
+   * Read one regular file while compute runs, through the guest (see `SandboxGuestFiles`):
+   * a fixed reader exec (`head -c`) as the sandbox user; a symlink is followed inside the
+   * guest, so a link to a file outside the workspace reads the guest's file, never the
+   * host's. Counts against `maxConcurrentProcesses`.
+   *
+   * @param path Canonical path relative to `/workspace`.
+   * @param options `maxBytes` (default 16 MiB, up to 1 GiB), `deadlineAt`, `signal`, `onProgress`.
+   * @returns The file's bytes.
+   * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} / {SandboxQuotaError} /
+   *   {SandboxDeadlineError} / {SandboxAbortedError} / {SandboxStoppedError} /
+   *   {SandboxEngineError} as `readGuestFile` says
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * const bytes = await sandbox.readFile("work/out/report.json", { maxBytes: 1024 * 1024 });
+   * console.log(JSON.parse(new TextDecoder().decode(bytes)));
+   * ```
+   */
+  async readFile(path: string, options?: SandboxReadFileOptions): Promise<Uint8Array> {
+    const request = normalizeReadFile(path, options);
+    if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError("Cannot read file: the sandbox is stopped");
+    return await readGuestFile(this.#host, request);
+  }
+
+  /**
+   * Write a tree of regular files and directories into `/workspace/work`, between processes
+   * (no process of the sandbox runs; policy `processes: "one"`: before the process is
+   * reserved). Entry paths are relative to `/workspace/work` (the process's
    * working directory); they are streamed as a tar through
    * `PUT /containers/{keeperId}/archive?path=/workspace/work` and written as the sandbox
    * user (uid/gid are set here, never taken from the caller). Only regular files and
@@ -212,8 +327,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
    * @param source Entries in order (see {@linkcode SandboxImportEntry}).
    * @param options `deadlineAt`, `quota`, `signal`, `onProgress` (all optional, no default bound).
    * @returns `{ files, bytes }` written.
-   * @throws {SandboxStateError} `invalid_state`: not running, the process was already
-   *   reserved, or another import runs
+   * @throws {SandboxStateError} `invalid_state`: not running, a process runs (policy
+   *   `"one"`: the process was already reserved), or another import runs
    * @throws {SandboxConfigurationError} `configuration`: invalid options or entry (the
    *   message names `entry[i]` and the field), or a writer rejection
    * @throws {SandboxUnsupportedError} `unsupported`: a file above 8 GiB − 1
@@ -242,9 +357,12 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
     const refuse = (reason: string) =>
       markPartialImport(new SandboxStateError(`Cannot import files: ${reason}`), { entriesSent: 0, bytesSent: 0, lastPathSent: undefined });
     if (this.#state !== "running") throw refuse(`the sandbox is ${this.#state}`);
-    if (this.#processTaken) throw refuse("the process was already reserved; imports come before it");
-    if (this.#importing) throw refuse("another import is running");
-    this.#importing = true;
+    let endImport: () => void;
+    try {
+      endImport = this.#processes.beginImport();
+    } catch (error) {
+      throw markPartialImport(error as SandboxError, { entriesSent: 0, bytesSent: 0, lastPathSent: undefined });
+    }
     try {
       return await importTreeInto({
         engine: this.#engine,
@@ -253,7 +371,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
         stopping: this.#stopping.signal,
       }, source, options);
     } finally {
-      this.#importing = false;
+      endImport();
     }
   }
 
@@ -393,19 +511,6 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers {
   /** `await using` support: destroys. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.destroy();
-  }
-
-  #host(): SandboxHost {
-    return {
-      engine: this.#engine,
-      keeperId: this.#acquired.keeperId,
-      user: this.#settings.user,
-      keeperUser: this.#settings.keeperUser,
-      policy: this.#policy,
-      stopping: this.#stopping.signal,
-      computeRemoved: this.#computeRemoved.promise,
-      stopFor: (cause) => this.#stopFor(cause),
-    };
   }
 
   #stopFor(cause: SandboxError): Promise<void> {

@@ -1,12 +1,13 @@
 /**
  * Engine container endpoints (Docker Engine API v1.44–v1.52, "Container" group):
- * create, inspect, start, remove. Paths use exact IDs; callers never pass names except to
+ * create, inspect, start, wait, remove. Paths use exact IDs; callers never pass names except to
  * `create`.
  *
  * @module
  */
 import { z } from "zod";
 import type { DockerEngine } from "./client.ts";
+import { DockerEngineError } from "./errors.ts";
 
 /** Options shared by the calls of this file. */
 export interface EngineCallOptions {
@@ -153,4 +154,49 @@ export async function removeContainer(engine: DockerEngine, id: string, options:
     ...options,
   });
   return reply.status === 204;
+}
+
+/** Schema of the `POST /containers/{id}/wait` answer. */
+const waitSchema = z.looseObject({
+  StatusCode: z.number().int(),
+  Error: z.looseObject({ Message: z.string().optional() }).nullable().optional(),
+});
+
+/** Largest `POST /containers/{id}/wait` answer read, in bytes: 64 KiB. */
+const MAX_WAIT_BODY_BYTES = 64 * 1024;
+
+/**
+ * `POST /containers/{id}/wait?condition=…`: a long poll that answers once the container
+ * reaches the condition (`not-running` answers at once for a container that is not running).
+ * No whole deadline: it lasts until the condition holds or `signal` aborts (abort it when
+ * the answer no longer matters; that closes the connection).
+ *
+ * @returns the container's exit status code, as the Engine reports it
+ * @throws {DockerEngineError} by status (`not_found` for a removed container) or
+ *   `invalid_body` for an answer that is not the documented shape
+ * @throws {DockerEngineTransportError} `aborted` once `signal` aborted, or a transport fault
+ */
+export async function waitContainer(
+  engine: DockerEngine,
+  id: string,
+  options: { readonly condition: "not-running" | "next-exit" | "removed"; readonly signal?: AbortSignal },
+): Promise<number> {
+  const response = await engine.stream("POST", `/containers/${encodeURIComponent(id)}/wait`, {
+    query: { condition: options.condition },
+    maxBodyBytes: MAX_WAIT_BODY_BYTES,
+    signal: options.signal,
+  });
+  if (response.status !== 200) throw await engine.failure(response, "wait for container");
+  const text = await new Response(response.body).text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (cause) {
+    throw new DockerEngineError("invalid_body", `Cannot wait for container: the Engine answered ${JSON.stringify(text.slice(0, 200))}, which is not JSON`, { cause });
+  }
+  const result = waitSchema.safeParse(parsed);
+  if (!result.success) {
+    throw new DockerEngineError("invalid_body", "Cannot wait for container: the Engine's answer lacks an integer StatusCode", { cause: result.error });
+  }
+  return result.data.StatusCode;
 }

@@ -11,6 +11,7 @@
 import type { SandboxError } from "./errors.ts";
 import type { SandboxPolicyInput } from "./policy.ts";
 import type { SandboxProcessRequest, SandboxProcessReservation } from "./process.ts";
+import type { SandboxRunOptions, SandboxRunResult } from "./run.ts";
 import type { SandboxStartOptions } from "./start_options.ts";
 
 /**
@@ -145,7 +146,7 @@ export interface SandboxReservation {
  * Lifecycle state of a {@linkcode Sandbox}.
  *
  * - `starting`: resources are being acquired.
- * - `running`: compute is up; a process can be reserved and started.
+ * - `running`: compute is up; processes can be reserved and started.
  * - `stopped`: compute was removed; files are retained (export them, then destroy).
  * - `destroyed`: every owned resource was removed.
  *
@@ -169,8 +170,8 @@ export type SandboxState = "starting" | "running" | "stopped" | "destroyed";
  * import type { Sandbox } from "./backend.ts";
  *
  * async function runOnce(sandbox: Sandbox): Promise<void> {
- *   const process = await sandbox.reserveProcess({ executable: "/bin/true" }).start();
- *   await process.exit;
+ *   const result = await sandbox.run("/bin/echo", ["hello"]);
+ *   console.log(result.exit.code, result.stdoutText); // 0 "hello\n"
  *   await sandbox.stop();
  *   console.log(sandbox.state, sandbox.stopCause?.code); // "stopped" "stopped"
  * }
@@ -182,26 +183,43 @@ export interface Sandbox extends AsyncDisposable {
   /** Current lifecycle state. */
   readonly state: SandboxState;
   /**
-   * Why compute stopped: the backend's own reason (output limit, framing error, abandoned
-   * output, execution deadline, a keeper that stopped on its own) or a `SandboxStoppedError`
-   * for a stop the caller requested; `undefined` while running.
+   * Why compute stopped: the backend's own reason (the execution deadline, a keeper that
+   * stopped on its own, a guard that ended early; with policy `processes: "one"` also its
+   * process's output limit, framing error, abandoned output or own deadline) or a
+   * `SandboxStoppedError` for a stop the caller requested; `undefined` while running.
    */
   readonly stopCause: SandboxError | undefined;
   /**
-   * Reserves the sandbox's process. Synchronous and inert: validates the request and merges
-   * the fixed guest environment; nothing runs until the reservation starts.
+   * Reserves a process. Synchronous and inert: validates the request and merges the fixed
+   * guest environment; nothing runs until the reservation starts. Policy `processes: "many"`
+   * (the default) allows any number of processes over the sandbox's life, `"one"` exactly
+   * one.
    *
    * @param request The process request.
    * @returns The inert process reservation.
    * @throws {SandboxConfigurationError} When the request is invalid or conflicts with the fixed
    *   guest environment (the message names the field).
    * @throws {SandboxStoppedError} (or the stop cause) When the sandbox is not running.
-   * @throws {SandboxStateError} When a process was already reserved.
+   * @throws {SandboxStateError} Policy `processes: "one"`: when its process was already reserved.
    */
   reserveProcess(request: SandboxProcessRequest): SandboxProcessReservation;
   /**
-   * Stops compute: force-removes the workload (the process, its descendants and the keeper)
-   * and retains files. Idempotent; bounded by `deadlines.cleanupMs`.
+   * Runs one command to its end and returns its exit receipt with its stdout and stderr as
+   * bytes, at most `options.maxOutputBytes` together (see `SandboxRunOptions`).
+   *
+   * @param executable Absolute canonical guest path.
+   * @param args Literal arguments.
+   * @param options Environment, stdin, deadline, output bound, stderr routing, signal.
+   * @returns The result of a command that exited on its own (any exit code).
+   * @throws {SandboxOutputLimitError} / {SandboxDeadlineError} / {SandboxAbortedError} When the
+   *   output bound, `timeoutMs` or `signal` ended the command; the error carries what was
+   *   captured (`runOutputOf(error)`).
+   * @throws {SandboxStoppedError} (or the stop cause) When the sandbox stopped first.
+   */
+  run(executable: string, args?: readonly string[], options?: SandboxRunOptions): Promise<SandboxRunResult>;
+  /**
+   * Stops compute: force-removes the workload (every process, their descendants and the
+   * keeper) and retains files. Idempotent; bounded by `deadlines.cleanupMs`.
    *
    * @returns Resolves once compute is gone.
    * @throws {SandboxEngineError} When removal failed; `stop()` can be retried.

@@ -15,12 +15,14 @@
  * - `unsupported`: the request asks for something this backend cannot provide.
  * - `configuration`: caller input (policy, path, process request) is invalid.
  * - `stopped`: the sandbox compute was stopped or destroyed.
- * - `quota`: an explicitly selected logical quota was exceeded.
+ * - `quota`: a logical quota was exceeded (a transfer's bytes or entries, a file read's
+ *   `maxBytes`, the sandbox's `maxConcurrentProcesses`).
  * - `deadline`: an explicitly selected deadline elapsed.
  * - `conflict`: an operation conflicts with existing state (an already used reservation, a
  *   recovery record from another configuration).
  * - `aborted`: the caller's `AbortSignal` aborted the operation.
- * - `output_limit`: unread process output exceeded `maxBufferedOutputBytes`.
+ * - `output_limit`: unread process output exceeded `maxBufferedOutputBytes`, or `run()`
+ *   captured `maxOutputBytes`.
  * - `framing`: the Docker Engine output stream was malformed.
  * - `abandoned_output`: a consumer cancelled a process output stream before its end.
  * - `engine`: the Docker Engine failed or answered unexpectedly.
@@ -195,7 +197,8 @@ export class SandboxStoppedError extends SandboxError {
 }
 
 /**
- * An explicitly selected logical quota (transfer bytes or entry count) was exceeded.
+ * A logical quota was exceeded: a transfer's bytes or entry count, a file read's `maxBytes`,
+ * or the sandbox's `maxConcurrentProcesses` (the next process start is refused).
  *
  * @example
  * ```ts
@@ -223,8 +226,8 @@ export class SandboxQuotaError extends SandboxError {
 }
 
 /**
- * An explicitly selected deadline (execution `timeoutMs`, `deadlines.startupMs`,
- * `deadlines.cleanupMs` or a transfer deadline) elapsed.
+ * An explicitly selected deadline (execution `timeoutMs`, a process's `timeoutMs`,
+ * `deadlines.startupMs`, `deadlines.cleanupMs` or a transfer deadline) elapsed.
  *
  * @example
  * ```ts
@@ -310,7 +313,8 @@ export class SandboxAbortedError extends SandboxError {
 
 /**
  * Process output that was produced but not yet read exceeded `maxBufferedOutputBytes`
- * (combined over stdout and stderr). The sandbox is stopped.
+ * (combined over stdout and stderr), or `run()` captured more than `maxOutputBytes`. The
+ * process is killed (policy `processes: "one"`: the sandbox is stopped).
  *
  * @example
  * ```ts
@@ -368,7 +372,8 @@ export class SandboxFramingError extends SandboxError {
 
 /**
  * A consumer cancelled a process's stdout or stderr before the output ended. Unread output
- * cannot be dropped silently, so the sandbox is stopped.
+ * cannot be dropped silently, so the process is killed (policy `processes: "one"`: the
+ * sandbox is stopped).
  *
  * @example
  * ```ts

@@ -1,7 +1,8 @@
 /**
  * The runtime-neutral sandbox contract: what a host asks of a sandbox backend, independent of
  * Docker. Errors ({@linkcode SandboxError} and one subclass per code), the policy and its
- * normalisation, canonical relative paths, the process request and receipts, and the backend,
+ * normalisation, canonical relative paths, the process request and receipts, `run()`'s
+ * options and result, the `lines()` reader, files while compute runs, and the backend,
  * reservation and sandbox interfaces.
  *
  * The zod schemas behind the normalisers (`sandboxPolicyInputSchema`,
@@ -38,11 +39,13 @@ export type { SandboxEngineErrorOptions, SandboxErrorCode, SandboxErrorOptions }
 export {
   assertSupportedDiskQuota,
   DEFAULT_CLEANUP_MS,
+  DEFAULT_MAX_CONCURRENT_PROCESSES,
   DEFAULT_STARTUP_MS,
   DEFAULT_TMPFS_BYTES,
   MAX_CPUS,
   MIN_CPUS,
   MIN_PIDS,
+  MAX_CONCURRENT_PROCESSES,
   MAX_INFRASTRUCTURE_DEADLINE_MS,
   MAX_PIDS,
   MIN_MEMORY_BYTES,
@@ -57,6 +60,7 @@ export type {
   SandboxNetwork,
   SandboxPolicy,
   SandboxPolicyInput,
+  SandboxProcessMode,
   SandboxResources,
   SandboxTmpfs,
   SandboxTmpfsInput,
@@ -72,10 +76,17 @@ export {
 export type {
   NormalizedSandboxProcessRequest,
   SandboxExitReceipt,
+  SandboxKillReason,
   SandboxProcess,
   SandboxProcessRequest,
   SandboxProcessReservation,
+  SandboxStderrMode,
 } from "./process.ts";
+export { DEFAULT_MAX_RUN_OUTPUT_BYTES, markRunOutput, MAX_RUN_OUTPUT_BYTES, normalizeRunRequest, runOutputOf } from "./run.ts";
+export type { NormalizedRunRequest, SandboxRunOptions, SandboxRunOutput, SandboxRunResult } from "./run.ts";
+export { DEFAULT_MAX_LINE_LENGTH, lines, type LinesOptions } from "./lines.ts";
+export { DEFAULT_READ_FILE_MAX_BYTES, MAX_READ_FILE_BYTES } from "./guest_files.ts";
+export type { SandboxGuestFiles, SandboxReadFileOptions, SandboxWriteFileOptions } from "./guest_files.ts";
 export type { SandboxStartOptions } from "./start_options.ts";
 export type {
   Sandbox,

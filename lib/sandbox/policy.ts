@@ -112,13 +112,14 @@ export const DEFAULT_TMPFS_BYTES = 64 * MIB;
 export const MIN_TMPFS_BYTES = 4096;
 
 /**
- * How long the sandbox process may run.
+ * How long the sandbox's compute may run.
  *
- * - `{ kind: "until_stopped" }` installs no execution or idle timer: the process runs until it
- *   exits or the sandbox is stopped.
- * - `{ kind: "deadline", timeoutMs }` stops the whole sandbox `timeoutMs` milliseconds after the
- *   process starts. Any positive safe integer is accepted (days and more; a backend must chain
- *   timers beyond one timer's 2^31 - 1 ms range).
+ * - `{ kind: "until_stopped" }` installs no execution or idle timer: processes run until they
+ *   exit or the sandbox is stopped.
+ * - `{ kind: "deadline", timeoutMs }` stops the whole sandbox `timeoutMs` milliseconds after its
+ *   first process starts (imports before it do not count; later processes do not restart
+ *   it). Any positive safe integer is accepted (days and more; a backend must chain timers
+ *   beyond one timer's 2^31 - 1 ms range).
  *
  * @example
  * ```ts
@@ -199,6 +200,49 @@ export interface SandboxResources {
    */
   readonly pids: number;
 }
+
+/**
+ * How many processes a sandbox runs.
+ *
+ * - `"many"`: `reserveProcess(request).start()` (and `run()`) may be called any number of
+ *   times while the sandbox runs, up to `maxConcurrentProcesses` at once. A fault of one
+ *   process (its output overflow, an abandoned reader, a framing error, its own `timeoutMs`)
+ *   ends that process only.
+ * - `"one"`: the sandbox runs exactly one process (a second `reserveProcess` is refused), and
+ *   whatever ends that process early stops the whole sandbox.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxProcessMode } from "./policy.ts";
+ *
+ * const mode: SandboxProcessMode = "one"; // an ACP host that owns the sandbox through one agent
+ * ```
+ */
+export type SandboxProcessMode = "many" | "one";
+
+/**
+ * Default `maxConcurrentProcesses`: 16 processes at once.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_CONCURRENT_PROCESSES } from "./policy.ts";
+ *
+ * console.log(DEFAULT_MAX_CONCURRENT_PROCESSES); // 16
+ * ```
+ */
+export const DEFAULT_MAX_CONCURRENT_PROCESSES = 16;
+
+/**
+ * Largest `maxConcurrentProcesses` accepted: 1024.
+ *
+ * @example
+ * ```ts
+ * import { MAX_CONCURRENT_PROCESSES } from "./policy.ts";
+ *
+ * console.log(MAX_CONCURRENT_PROCESSES); // 1024
+ * ```
+ */
+export const MAX_CONCURRENT_PROCESSES = 1024;
 
 /**
  * Network profile.
@@ -299,7 +343,7 @@ export interface SandboxTmpfs {
  */
 export interface SandboxPolicyInput {
   /**
-   * Process lifetime.
+   * Compute lifetime (from the first process on).
    *
    * @default {{ kind: "until_stopped" }}
    */
@@ -339,6 +383,22 @@ export interface SandboxPolicyInput {
    * @default {"continue"}
    */
   readonly controllerLoss?: SandboxControllerLoss;
+  /**
+   * Whether the sandbox runs many processes or exactly one (see {@linkcode SandboxProcessMode}).
+   *
+   * @default {"many"}
+   */
+  readonly processes?: SandboxProcessMode;
+  /**
+   * Most processes running at once, an integer from 1 to 1024. Every exec the caller causes
+   * counts from its `start()` until its exit receipt is observed: processes, `run()`,
+   * `writeFile` and `readFile`; the backend's own guard execs do not. The next start beyond it
+   * is refused with `SandboxQuotaError` (`quota`). Each process also takes PIDs from
+   * `resources.pids` (a Docker backend: two, its wrapper shell and the command).
+   *
+   * @default {16}
+   */
+  readonly maxConcurrentProcesses?: number;
 }
 
 /**
@@ -368,7 +428,7 @@ export type SandboxControllerLoss = "continue" | "stop";
  * ```
  */
 export interface SandboxPolicy {
-  /** Process lifetime. */
+  /** Compute lifetime (from the first process on). */
   readonly execution: SandboxExecutionPolicy;
   /** Infrastructure deadlines, in milliseconds. */
   readonly deadlines: SandboxDeadlines;
@@ -382,6 +442,10 @@ export interface SandboxPolicy {
   readonly tmpfs: SandboxTmpfs;
   /** What happens to compute when its controller is lost. */
   readonly controllerLoss: SandboxControllerLoss;
+  /** Many processes or exactly one. */
+  readonly processes: SandboxProcessMode;
+  /** Most processes running at once. */
+  readonly maxConcurrentProcesses: number;
 }
 
 function integerFrom(
@@ -453,6 +517,10 @@ export const sandboxPolicyInputSchema: z.ZodType<SandboxPolicyInput> = z.strictO
   controllerLoss: z.enum(["continue", "stop"], {
     error: expect('must be "continue" or "stop"'),
   }).optional(),
+  processes: z.enum(["many", "one"], {
+    error: expect('must be "many" or "one"'),
+  }).optional(),
+  maxConcurrentProcesses: integerFrom(1, MAX_CONCURRENT_PROCESSES, "processes").optional(),
 });
 
 const ACTION = "reserve sandbox";
@@ -463,7 +531,8 @@ const ACTION = "reserve sandbox";
  * Defaults: `execution` `{ kind: "until_stopped" }`; `deadlines.startupMs` 60,000 ms;
  * `deadlines.cleanupMs` 30,000 ms; `network` `"isolated"`; `workspaceDiskQuota`
  * `{ kind: "not_requested" }`; `tmpfs.homeBytes` and `tmpfs.tmpBytes` 64 MiB each, or
- * `resources.memoryBytes` when that is smaller; `controllerLoss` `"continue"`. `resources` has no default.
+ * `resources.memoryBytes` when that is smaller; `controllerLoss` `"continue"`; `processes`
+ * `"many"`; `maxConcurrentProcesses` 16. `resources` has no default.
  *
  * A `workspaceDiskQuota` of kind `required` passes validation; whether a backend can honour it
  * is a separate question, answered by {@linkcode assertSupportedDiskQuota}.
@@ -524,6 +593,8 @@ export function normalizePolicy(input: SandboxPolicyInput): SandboxPolicy {
     workspaceDiskQuota: Object.freeze(workspaceDiskQuota),
     tmpfs: Object.freeze(tmpfs),
     controllerLoss: parsed.controllerLoss ?? "continue",
+    processes: parsed.processes ?? "many",
+    maxConcurrentProcesses: parsed.maxConcurrentProcesses ?? DEFAULT_MAX_CONCURRENT_PROCESSES,
   });
 }
 

@@ -1,6 +1,6 @@
 /**
- * The one agent process of a sandbox: its request, the fixed guest environment, the running
- * process's byte streams and its exit receipt.
+ * The processes of a sandbox: the request, the fixed guest environment, a running process's
+ * byte streams, its kill, and its exit receipt.
  *
  * @module
  */
@@ -57,6 +57,26 @@ export const DEFAULT_MAX_BUFFERED_OUTPUT_BYTES = 4 * 1024 * 1024;
 export const MAX_BUFFERED_OUTPUT_BYTES = 1024 * 1024 * 1024;
 
 /**
+ * Where a process's standard error goes.
+ *
+ * - `"pipe"`: to {@linkcode SandboxProcess.stderr}, separately from stdout.
+ * - `"discard"`: nowhere (the guest's fd 2 is `/dev/null`); `stderr` is empty and closed.
+ * - `"stdout"`: into stdout (the guest's fd 2 is its fd 1, as `2>&1`), interleaved in the
+ *   order the process wrote; `stderr` is empty and closed.
+ *
+ * Neither `"discard"` nor `"stdout"` stops or ends anything: the bytes never leave the guest
+ * as stderr.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxStderrMode } from "./process.ts";
+ *
+ * const mode: SandboxStderrMode = "stdout";
+ * ```
+ */
+export type SandboxStderrMode = "pipe" | "discard" | "stdout";
+
+/**
  * A process to run in the sandbox, as the caller writes it; see
  * {@linkcode normalizeProcessRequest}.
  *
@@ -98,13 +118,38 @@ export interface SandboxProcessRequest {
   readonly env?: Readonly<Record<string, string>>;
   /**
    * Bound on process output produced but not yet read, in bytes, combined over stdout and
-   * stderr: an integer from 1 to 1 GiB. Exceeding it stops the whole sandbox with a
-   * `SandboxOutputLimitError`. Output is read from the engine continuously, so this must cover
-   * bursts the consumer has not yet read (values below 64 KiB can fault on one engine chunk).
+   * stderr: an integer from 1 to 1 GiB. Exceeding it ends the process (policy `processes:
+   * "one"`: stops the whole sandbox) with a `SandboxOutputLimitError`. Output is read from the
+   * engine continuously, so this must cover bursts the consumer has not yet read (values below
+   * 64 KiB can fault on one engine chunk).
    *
    * @default {4194304} 4 MiB
    */
   readonly maxBufferedOutputBytes?: number;
+  /**
+   * The process's own deadline, in milliseconds from its start (an integer from 1 to
+   * 2^53 − 1): when it passes while the leader runs, the process and the descendants in its
+   * process group are killed and its receipt is `{ kind: "killed", reason: "timeout" }`
+   * (policy `processes: "one"`: the whole sandbox stops with a `SandboxDeadlineError`).
+   *
+   * @default {undefined} no deadline of its own (the sandbox's `execution` still applies)
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Whether the descendants still in the process's process group are killed (`SIGKILL`) as
+   * soon as its leader exits. Without it they run on until they exit or the sandbox stops.
+   * A descendant that started a session or process group of its own (`setsid`, job control)
+   * is not reached.
+   *
+   * @default {false}
+   */
+  readonly killDescendantsOnExit?: boolean;
+  /**
+   * Where standard error goes (see {@linkcode SandboxStderrMode}).
+   *
+   * @default {"pipe"}
+   */
+  readonly stderr?: SandboxStderrMode;
 }
 
 /**
@@ -117,7 +162,7 @@ export interface SandboxProcessRequest {
  * const request: NormalizedSandboxProcessRequest = normalizeProcessRequest({
  *   executable: "/bin/cat",
  * });
- * console.log(request.args, request.maxBufferedOutputBytes); // [] 4194304
+ * console.log(request.args, request.maxBufferedOutputBytes, request.stderr); // [] 4194304 "pipe"
  * ```
  */
 export interface NormalizedSandboxProcessRequest {
@@ -129,30 +174,73 @@ export interface NormalizedSandboxProcessRequest {
   readonly env: Readonly<Record<string, string>>;
   /** Bound on combined unread stdout and stderr, in bytes. */
   readonly maxBufferedOutputBytes: number;
+  /** The process's own deadline in milliseconds, or `undefined` for none. */
+  readonly timeoutMs: number | undefined;
+  /** Whether descendants in the process group are killed when the leader exits. */
+  readonly killDescendantsOnExit: boolean;
+  /** Where standard error goes. */
+  readonly stderr: SandboxStderrMode;
 }
+
+/**
+ * Why the backend killed a process (the `reason` of a `killed` receipt).
+ *
+ * - `"timeout"`: its own `timeoutMs` passed.
+ * - `"output_limit"`: its unread output exceeded `maxBufferedOutputBytes`, or `run()`'s
+ *   `maxOutputBytes` was reached.
+ * - `"abandoned_output"`: a consumer cancelled its stdout or stderr before the end.
+ * - `"framing"`: the Engine's output stream of it was malformed.
+ * - `"connection"`: its Engine connection failed.
+ * - `"aborted"`: the `signal` of a `run()` aborted.
+ * - `"requested"`: the caller called {@linkcode SandboxProcess.kill}.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxKillReason } from "./process.ts";
+ *
+ * const reason: SandboxKillReason = "timeout";
+ * ```
+ */
+export type SandboxKillReason =
+  | "timeout"
+  | "output_limit"
+  | "abandoned_output"
+  | "framing"
+  | "connection"
+  | "aborted"
+  | "requested";
 
 /**
  * How the process leader ended.
  *
- * - `{ kind: "exited", code }`: the leader exited and the engine reported its exit `code`.
+ * - `{ kind: "exited", code }`: the leader exited on its own and the engine reported its exit
+ *   `code` (128 + the signal for a leader a signal ended, e.g. 137 for `SIGKILL`).
+ * - `{ kind: "killed", reason, code }`: the backend ended the process (see
+ *   {@linkcode SandboxKillReason}) before its leader's exit was observed; `code` is the exit
+ *   code the engine then reported (137 when the kill ended the leader).
  * - `{ kind: "unavailable", reason: "sandbox_stopped" }`: the sandbox's compute was removed
- *   before the leader's status could be observed.
+ *   before the leader's status could be observed (`stop()`, the sandbox's execution deadline,
+ *   a keeper that died).
  *
- * The receipt describes the leader only: descendants and the sandbox keeper keep running until
- * the sandbox is stopped. Once observed, a receipt never changes.
+ * The receipt describes the leader only: without `killDescendantsOnExit`, descendants and the
+ * sandbox keeper keep running until they exit or the sandbox is stopped. Once observed, a
+ * receipt never changes.
  *
  * @example
  * ```ts
  * import type { SandboxExitReceipt } from "./process.ts";
  *
  * function describe(receipt: SandboxExitReceipt): string {
- *   return receipt.kind === "exited" ? `exit code ${receipt.code}` : "sandbox stopped first";
+ *   if (receipt.kind === "exited") return `exit code ${receipt.code}`;
+ *   if (receipt.kind === "killed") return `killed (${receipt.reason})`;
+ *   return "sandbox stopped first";
  * }
- * console.log(describe({ kind: "exited", code: 0 })); // "exit code 0"
+ * console.log(describe({ kind: "killed", reason: "timeout", code: 137 })); // "killed (timeout)"
  * ```
  */
 export type SandboxExitReceipt =
   | { readonly kind: "exited"; readonly code: number }
+  | { readonly kind: "killed"; readonly reason: SandboxKillReason; readonly code: number }
   | { readonly kind: "unavailable"; readonly reason: "sandbox_stopped" };
 
 /**
@@ -164,12 +252,18 @@ export type SandboxExitReceipt =
  * import { sandboxExitReceiptSchema } from "./process.ts";
  *
  * sandboxExitReceiptSchema.parse({ kind: "exited", code: 0 });
+ * sandboxExitReceiptSchema.parse({ kind: "killed", reason: "timeout", code: 137 });
  * ```
  */
 export const sandboxExitReceiptSchema: z.ZodType<SandboxExitReceipt> = z.discriminatedUnion(
   "kind",
   [
     z.strictObject({ kind: z.literal("exited"), code: z.int32() }),
+    z.strictObject({
+      kind: z.literal("killed"),
+      reason: z.enum(["timeout", "output_limit", "abandoned_output", "framing", "connection", "aborted", "requested"]),
+      code: z.int32(),
+    }),
     z.strictObject({ kind: z.literal("unavailable"), reason: z.literal("sandbox_stopped") }),
   ],
 );
@@ -177,9 +271,14 @@ export const sandboxExitReceiptSchema: z.ZodType<SandboxExitReceipt> = z.discrim
 /**
  * A started process. Its streams are the process's own bytes, unmodified.
  *
- * Abandoning an output stream (cancelling it before its end), malformed engine framing, output
- * beyond `maxBufferedOutputBytes` or an elapsed execution deadline stops the whole sandbox;
- * the streams then error with the cause.
+ * Abandoning an output stream (cancelling it before its end), malformed engine framing or
+ * output beyond `maxBufferedOutputBytes` ends this process: its process group is killed
+ * inside the guest, both output streams error with the cause, and the receipt is `killed`
+ * with the reason (policy `processes: "one"`: the whole sandbox stops instead). Its own
+ * `timeoutMs` and {@linkcode SandboxProcess.kill} end it the same way, while its streams end
+ * normally after the output written before. The sandbox's execution deadline, `stop()` and a
+ * keeper that dies end every process: their streams error with the sandbox's stop cause and
+ * their receipts are `unavailable`.
  *
  * @example
  * ```ts
@@ -210,6 +309,17 @@ export interface SandboxProcess {
   readonly stderr: ReadableStream<Uint8Array>;
   /** Settles once with the leader's {@linkcode SandboxExitReceipt}; never changes afterwards. */
   readonly exit: Promise<SandboxExitReceipt>;
+  /**
+   * Kills the process: its leader, if it still runs, and every descendant still in its
+   * process group (`SIGKILL` inside the guest). A receipt not yet observed becomes
+   * `{ kind: "killed", reason: "requested", code }`. Once the leader exited there is nothing
+   * left to kill by it (`killDescendantsOnExit` ends what it left behind). Policy
+   * `processes: "one"`: stops the whole sandbox instead.
+   *
+   * @returns Resolves once the kill ran in the guest (await `exit` for the receipt).
+   * @throws {SandboxStoppedError} (or the stop cause) When the sandbox stopped first.
+   */
+  kill(): Promise<void>;
 }
 
 /**
@@ -273,6 +383,28 @@ const envSchema = z.custom<Readonly<Record<string, string>>>(isRecordObject, {
 
 const noNul = expect("must be a string without NUL");
 const bufferBound = expect(`must be an integer from 1 to ${MAX_BUFFERED_OUTPUT_BYTES} bytes`);
+const timeoutBound = expect(`must be an integer from 1 to ${Number.MAX_SAFE_INTEGER} milliseconds`);
+
+/** zod schema of an executable: an absolute canonical guest path. */
+export const executableSchema: z.ZodType<string> = z.string({ error: expect("must be a string") }).superRefine((text, context) => {
+  const defect = pathDefect(text, true);
+  if (defect !== undefined) context.addIssue({ code: "custom", message: defect, input: text });
+});
+
+/** zod schema of literal arguments: strings without NUL. */
+export const argsSchema: z.ZodType<string[]> = z.array(
+  z.string({ error: noNul }).refine((arg) => !arg.includes("\0"), { error: noNul }),
+  { error: expect("must be an array of strings") },
+);
+
+/** zod schemas of the fields a process request and `run()`'s options share. */
+export const processOptionFields = {
+  env: envSchema.optional(),
+  timeoutMs: z.number({ error: timeoutBound }).int({ error: timeoutBound }).min(1, { error: timeoutBound })
+    .max(Number.MAX_SAFE_INTEGER, { error: timeoutBound }).optional(),
+  killDescendantsOnExit: z.boolean({ error: expect("must be a boolean") }).optional(),
+  stderr: z.enum(["pipe", "discard", "stdout"], { error: expect('must be "pipe", "discard" or "stdout"') }).optional(),
+};
 
 /**
  * zod schema of {@linkcode SandboxProcessRequest}: field types and lexical checks, unknown
@@ -287,20 +419,14 @@ const bufferBound = expect(`must be an integer from 1 to ${MAX_BUFFERED_OUTPUT_B
  * ```
  */
 export const sandboxProcessRequestSchema: z.ZodType<SandboxProcessRequest> = z.strictObject({
-  executable: z.string({ error: expect("must be a string") }).superRefine((text, context) => {
-    const defect = pathDefect(text, true);
-    if (defect !== undefined) context.addIssue({ code: "custom", message: defect, input: text });
-  }),
-  args: z.array(
-    z.string({ error: noNul }).refine((arg) => !arg.includes("\0"), { error: noNul }),
-    { error: expect("must be an array of strings") },
-  ).optional(),
-  env: envSchema.optional(),
+  executable: executableSchema,
+  args: argsSchema.optional(),
   maxBufferedOutputBytes: z.number({ error: bufferBound })
     .int({ error: bufferBound })
     .min(1, { error: bufferBound })
     .max(MAX_BUFFERED_OUTPUT_BYTES, { error: bufferBound })
     .optional(),
+  ...processOptionFields,
 });
 
 const ACTION = "reserve process";
@@ -335,24 +461,40 @@ export function normalizeProcessRequest(
   request: SandboxProcessRequest,
 ): NormalizedSandboxProcessRequest {
   const parsed = parseConfiguration(sandboxProcessRequestSchema, request, ACTION, "request");
-  const env: Record<string, string> = { ...FIXED_GUEST_ENV };
-  for (const [name, value] of Object.entries(parsed.env ?? {})) {
+  return Object.freeze({
+    executable: parsed.executable,
+    args: Object.freeze([...(parsed.args ?? [])]),
+    env: guestEnvironment(parsed.env, ACTION, "request.env"),
+    maxBufferedOutputBytes: parsed.maxBufferedOutputBytes ?? DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
+    timeoutMs: parsed.timeoutMs,
+    killDescendantsOnExit: parsed.killDescendantsOnExit ?? false,
+    stderr: parsed.stderr ?? "pipe",
+  });
+}
+
+/**
+ * The complete guest environment: {@linkcode FIXED_GUEST_ENV} first, then `env`'s other
+ * variables in their own order (frozen).
+ *
+ * @param env Validated extra variables.
+ * @param action The "<action>" of an error message.
+ * @param field The field name of `env` in an error message, e.g. "request.env".
+ * @throws {SandboxConfigurationError} When `env` sets a fixed variable to another value.
+ */
+export function guestEnvironment(env: Readonly<Record<string, string>> | undefined, action: string, field: string): Readonly<Record<string, string>> {
+  const merged: Record<string, string> = { ...FIXED_GUEST_ENV };
+  for (const [name, value] of Object.entries(env ?? {})) {
     if (Object.hasOwn(FIXED_GUEST_ENV, name)) {
       const fixed = FIXED_GUEST_ENV[name as keyof typeof FIXED_GUEST_ENV];
       if (value !== fixed) {
         throw new SandboxConfigurationError(
-          `Cannot ${ACTION}: request.env.${name} must equal the fixed guest value ` +
+          `Cannot ${action}: ${field}.${name} must equal the fixed guest value ` +
             JSON.stringify(fixed),
         );
       }
       continue;
     }
-    Object.defineProperty(env, name, { value, enumerable: true, writable: true });
+    Object.defineProperty(merged, name, { value, enumerable: true, writable: true });
   }
-  return Object.freeze({
-    executable: parsed.executable,
-    args: Object.freeze([...(parsed.args ?? [])]),
-    env: Object.freeze(env),
-    maxBufferedOutputBytes: parsed.maxBufferedOutputBytes ?? DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
-  });
+  return Object.freeze(merged);
 }

@@ -103,9 +103,9 @@ engineTest("DockerSandbox exportTree refuses a directory deeper than 3072 bytes 
   });
 });
 
-engineTest("DockerSandbox importTree and exportTree enforce their states", async (engine) => {
+engineTest("DockerSandbox (processes \"one\") importTree and exportTree enforce their states", async (engine) => {
   await withBackend(async (backend) => {
-    const sandbox = await backend.reserve({ policy: testPolicy }, recordingPort()).start();
+    const sandbox = await backend.reserve({ policy: { ...testPolicy, processes: "one" } }, recordingPort()).start();
     try {
       const state = (fragment: RegExp) => (error: unknown) =>
         error instanceof SandboxStateError && error.code === "invalid_state" && fragment.test(error.message);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { SandboxDeadlineError, SandboxOutputLimitError, SandboxAbandonedOutputError } from "../../lib/sandbox/errors.ts";
 import { engineTest } from "./_engine.ts";
-import { readUntil, text, withSandbox } from "./_sandbox.ts";
+import { readUntil, testPolicy, text, withSandbox } from "./_sandbox.ts";
 
 // The kernel's own counters, read by the guest without forking (ash builtins only), so a
 // saturated PID limit cannot keep the reading from happening. cgroup v1 paths first, then v2.
@@ -81,7 +81,7 @@ exec sleep 600`;
   }, { policy: { resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 24 } } });
 });
 
-engineTest("DockerSandbox output flood with a reader that stops reading stops the sandbox with the overflow error", async (engine) => {
+engineTest("DockerSandbox (processes \"one\") output flood with a reader that stops reading stops the sandbox with the overflow error", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "exec cat /dev/zero"], maxBufferedOutputBytes: 1024 * 1024 }).start();
     const reader = process.stdout.getReader();
@@ -94,17 +94,17 @@ engineTest("DockerSandbox output flood with a reader that stops reading stops th
     await assert.rejects(async () => {
       for (;;) if ((await reader.read()).done) break;
     }, (error) => error instanceof SandboxOutputLimitError);
-  });
+  }, { policy: { ...testPolicy, processes: "one" } });
 });
 
-engineTest("DockerSandbox abandoning an output reader stops the sandbox", async (engine) => {
+engineTest("DockerSandbox (processes \"one\") abandoning an output reader stops the sandbox", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "while :; do echo tick; sleep 0.05; done"] }).start();
     const reader = process.stderr.getReader();
     await reader.cancel("not interested");
     assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
     assert.ok(sandbox.stopCause instanceof SandboxAbandonedOutputError);
-  });
+  }, { policy: { ...testPolicy, processes: "one" } });
 });
 
 engineTest("DockerSandbox execution deadline stops the whole sandbox", async (engine) => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { SandboxConfigurationError, SandboxEngineError, SandboxStateError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
 import { engineTest } from "./_engine.ts";
-import { text, withSandbox } from "./_sandbox.ts";
+import { testPolicy, text, withSandbox } from "./_sandbox.ts";
 
 const encoder = new TextEncoder();
 
@@ -70,7 +70,7 @@ engineTest("DockerSandbox exit receipt is unavailable after stop() during a run;
   });
 });
 
-engineTest("DockerSandbox reserveProcess rejects a conflicting fixed variable and a second process", async (engine) => {
+engineTest("DockerSandbox (processes \"one\") reserveProcess rejects a conflicting fixed variable and a second process", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     assert.throws(
       () => sandbox.reserveProcess({ executable: "/bin/true", env: { HOME: "/root" } }),
@@ -86,12 +86,12 @@ engineTest("DockerSandbox reserveProcess rejects a conflicting fixed variable an
       (error) =>
         error instanceof SandboxStateError && error.code === "invalid_state" &&
         error.message ===
-          'Cannot reserve process: this sandbox already reserved its one process; run several commands from that one process (say /bin/sh -c "a; b") or start another sandbox for another process',
+          'Cannot reserve process: this sandbox already reserved its one process (policy.processes "one"); run several commands from that one process (say /bin/sh -c "a; b"), start another sandbox, or leave policy.processes at its default "many"',
     );
     const process = await reservation.start();
     await process.stdin.close();
     assert.deepEqual(await process.exit, { kind: "exited", code: 0 });
-  });
+  }, { policy: { ...testPolicy, processes: "one" } });
 });
 
 engineTest("DockerSandbox process start on a paused keeper wraps the Engine's 409 as one chain", async (engine) => {

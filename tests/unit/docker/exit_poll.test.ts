@@ -13,8 +13,8 @@ import {
   type ExitPollWait,
   observeExit,
   OPEN_STREAM_POLL_MS,
-} from "../../../lib/docker/process.ts";
-import type { SandboxHost } from "../../../lib/docker/sandbox.ts";
+  type ExitObserverHost,
+} from "../../../lib/docker/exit_observer.ts";
 import { startFakeEngine } from "../_fake_engine.ts";
 
 const VERSION = JSON.stringify({ Version: "28.5.2", ApiVersion: "1.51", Os: "linux", Arch: "amd64" });
@@ -93,13 +93,11 @@ async function observe(waits: number, outputEndsAtWait: number): Promise<{ waits
     const host = {
       engine: new DockerEngine(`unix://${fake.socketPath}`),
       keeperId: KEEPER_ID,
-      user: { uid: 1000, gid: 1000 },
-      keeperUser: { uid: 999, gid: 999 },
       policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 32 } }),
       stopping: stop.signal,
       computeRemoved: Promise.resolve(),
       stopFor: () => Promise.reject(new Error("the keeper is running: nothing may stop the sandbox")),
-    } satisfies SandboxHost;
+    } satisfies ExitObserverHost;
     const recorded: Wait[] = [];
     // Each wait returns at once: the schedule is what the observer asks for, not how long it took.
     const clock: ExitPollWait = (ms) => {

@@ -27,7 +27,21 @@ test("normalizePolicy fills every default", () => {
     workspaceDiskQuota: { kind: "not_requested" },
     tmpfs: { homeBytes: 64 * MIB, tmpBytes: 64 * MIB },
     controllerLoss: "continue",
+    processes: "many",
+    maxConcurrentProcesses: 16,
   });
+});
+
+test("normalizePolicy takes processes \"one\" and maxConcurrentProcesses 1 … 1024, naming the field otherwise", () => {
+  assert.equal(normalizePolicy({ resources, processes: "one" }).processes, "one");
+  assert.equal(normalizePolicy({ resources, maxConcurrentProcesses: 1 }).maxConcurrentProcesses, 1);
+  assert.equal(normalizePolicy({ resources, maxConcurrentProcesses: 1024 }).maxConcurrentProcesses, 1024);
+  const mode = assertConfigurationError(() => normalizePolicy({ resources, processes: "some" as never }), "policy.processes");
+  assert.equal(mode.message, 'Cannot reserve sandbox: policy.processes must be "many" or "one"');
+  for (const bad of [0, 1025, 1.5, "16"]) {
+    const error = assertConfigurationError(() => normalizeUntyped({ resources, maxConcurrentProcesses: bad }), "policy.maxConcurrentProcesses");
+    assert.equal(error.message, "Cannot reserve sandbox: policy.maxConcurrentProcesses must be an integer from 1 to 1024 processes");
+  }
 });
 
 test("normalizePolicy takes controllerLoss \"stop\" and names the field for anything else", () => {

@@ -29,8 +29,19 @@ test("normalizeProcessRequest fills defaults and the fixed environment", () => {
     args: [],
     env: { ...FIXED_GUEST_ENV },
     maxBufferedOutputBytes: 4 * 1024 * 1024,
+    timeoutMs: undefined,
+    killDescendantsOnExit: false,
+    stderr: "pipe",
   });
   assertDeepFrozen(request);
+});
+
+test("normalizeProcessRequest keeps timeoutMs, killDescendantsOnExit and stderr", () => {
+  const request = normalizeProcessRequest({ executable: "/bin/sh", timeoutMs: Number.MAX_SAFE_INTEGER, killDescendantsOnExit: true, stderr: "stdout" });
+  assert.equal(request.timeoutMs, Number.MAX_SAFE_INTEGER);
+  assert.equal(request.killDescendantsOnExit, true);
+  assert.equal(request.stderr, "stdout");
+  assert.equal(normalizeProcessRequest({ executable: "/bin/sh", timeoutMs: 1, stderr: "discard" }).stderr, "discard");
 });
 
 test("normalizeProcessRequest keeps literal arguments and merges the environment in order", () => {
@@ -126,6 +137,11 @@ test("normalizeProcessRequest rejects invalid fields naming the field path", () 
       "request.maxBufferedOutputBytes",
     ],
     [{ executable: "/bin/sh", maxBufferedOutputBytes: 1.5 }, "request.maxBufferedOutputBytes"],
+    [{ executable: "/bin/sh", timeoutMs: 0 }, "request.timeoutMs"],
+    [{ executable: "/bin/sh", timeoutMs: 1.5 }, "request.timeoutMs"],
+    [{ executable: "/bin/sh", timeoutMs: Number.MAX_SAFE_INTEGER + 2 }, "request.timeoutMs"],
+    [{ executable: "/bin/sh", killDescendantsOnExit: "yes" }, "request.killDescendantsOnExit"],
+    [{ executable: "/bin/sh", stderr: "inherit" }, "request.stderr"],
   ];
   for (const [input, field] of cases) {
     const error = assertConfigurationError(() => normalizeUntyped(input), field);
@@ -141,11 +157,14 @@ test("normalizeProcessRequest accepts the largest output bound", () => {
   assert.equal(request.maxBufferedOutputBytes, 2 ** 30);
 });
 
-test("sandboxExitReceiptSchema accepts exactly the two receipt shapes", () => {
+test("sandboxExitReceiptSchema accepts exactly the three receipt shapes", () => {
   assert.deepEqual(sandboxExitReceiptSchema.parse({ kind: "exited", code: 137 }), {
     kind: "exited",
     code: 137,
   });
+  for (const reason of ["timeout", "output_limit", "abandoned_output", "framing", "connection", "aborted", "requested"]) {
+    assert.deepEqual(sandboxExitReceiptSchema.parse({ kind: "killed", reason, code: 137 }), { kind: "killed", reason, code: 137 });
+  }
   assert.deepEqual(
     sandboxExitReceiptSchema.parse({ kind: "unavailable", reason: "sandbox_stopped" }),
     { kind: "unavailable", reason: "sandbox_stopped" },
@@ -156,6 +175,8 @@ test("sandboxExitReceiptSchema accepts exactly the two receipt shapes", () => {
       { kind: "exited", code: 1.5 },
       { kind: "exited", code: 0, signal: 9 },
       { kind: "unavailable", reason: "other" },
+      { kind: "killed", reason: "timeout" },
+      { kind: "killed", reason: "oom", code: 137 },
       { kind: "running" },
     ]
   ) {

@@ -1,0 +1,48 @@
+// The `sandbox.run()` row of the sandbox benchmark: the short path's round trip in a running
+// sandbox against `docker exec C true` and dockerode's exec of the same command in the same
+// keeper, as the same user in the same directory. Its aims (issue 12): ours ≤ 1.0× dockerode
+// and ≤ 0.7× the CLI.
+import type { DockerSandbox } from "../lib/docker/sandbox.ts";
+import { type DockerodeClient, dockerodeExec } from "./_dockerode.ts";
+import { USER } from "./_rows.ts";
+import { type BenchConfig, dockerCli, roundRobin, type TimedVariant } from "./_setup.ts";
+import type { RowResult } from "./_stats.ts";
+
+/** Row 4: `sandbox.run("/bin/true")` round trip in the running sandbox `keeper`. */
+export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockerode: DockerodeClient): Promise<RowResult> {
+  const keeperId = keeper.resources.keeperId;
+  const userText = `${USER.uid}:${USER.gid}`;
+  const succeeded = (code: number) => {
+    if (code !== 0) throw new Error(`true exited with ${code}`);
+  };
+  const variants: TimedVariant[] = [
+    {
+      name: 'ours: sandbox.run("/bin/true") → result',
+      run: async () => {
+        const result = await keeper.run("/bin/true");
+        succeeded(result.exit.code);
+      },
+    },
+    {
+      name: "docker exec C true (CLI)",
+      child: true,
+      run: async () => {
+        await dockerCli(config, ["exec", "-u", userText, "-w", "/workspace/work", keeperId, "true"]);
+      },
+    },
+    {
+      name: "dockerode exec+start(hijack)+inspect",
+      run: dockerode.docker
+        ? async () => succeeded((await dockerodeExec(dockerode.docker!, keeperId, ["true"], userText)).code)
+        : () => Promise.reject(new Error(dockerode.error)),
+    },
+  ];
+  const results = await roundRobin(variants, config.execs, config.warmups);
+  return {
+    row: '4. sandbox.run("/bin/true") round trip',
+    variants: variants.map((variant) => {
+      const result = results.get(variant.name)!;
+      return { variant: variant.name, samplesMs: result.samples, cpuMs: result.cpu, child: variant.child, unavailable: result.error };
+    }),
+  };
+}

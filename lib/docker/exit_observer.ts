@@ -1,0 +1,137 @@
+/**
+ * The exit receipt of an exec, read from `GET /exec/{id}/json` on a bounded schedule, never
+ * from its stream ending.
+ *
+ * @module
+ */
+import { SandboxStoppedError, type SandboxError } from "../sandbox/errors.ts";
+import type { SandboxPolicy } from "../sandbox/policy.ts";
+import type { DockerEngine } from "../engine/client.ts";
+import { inspectContainer } from "../engine/containers.ts";
+import { inspectExec } from "../engine/exec.ts";
+import { isNotFound } from "./_engine_errors.ts";
+
+/** What the observer needs of its sandbox. */
+export interface ExitObserverHost {
+  /** The Engine. */
+  readonly engine: DockerEngine;
+  /** Keeper container ID (inspected when an exit code never appears). */
+  readonly keeperId: string;
+  /** The policy (`deadlines.cleanupMs` bounds each inspection). */
+  readonly policy: SandboxPolicy;
+  /** Aborted with the stop cause as soon as compute removal begins. */
+  readonly stopping: AbortSignal;
+  /** Settles once the keeper container is gone. */
+  readonly computeRemoved: Promise<void>;
+  /** Stop the whole sandbox because of `cause` (idempotent). */
+  stopFor(cause: SandboxError): Promise<void>;
+}
+
+/** The leader's exit as the Engine reports it, or the sandbox's stop first. */
+export type ObservedExit =
+  | { readonly kind: "exited"; readonly code: number }
+  | { readonly kind: "unavailable"; readonly reason: "sandbox_stopped" };
+
+/** Poll interval while the output is still open (descendants may hold it after the leader exits). */
+export const OPEN_STREAM_POLL_MS = 2_000;
+/** First poll interval once the output ended; it doubles with each poll. */
+export const ENDED_STREAM_FIRST_POLL_MS = 10;
+/**
+ * Longest poll interval once the output ended: an exec whose inspect never reports a
+ * numeric `ExitCode` costs at most one exec inspect and one keeper inspect per 5 s.
+ */
+export const ENDED_STREAM_MAX_POLL_MS = 5_000;
+
+/**
+ * The wait before the next inspection once the output ended: 10 ms doubling with each
+ * poll, capped at {@linkcode ENDED_STREAM_MAX_POLL_MS} (10, 20, 40, … 2,560, then 5,000 ms
+ * for as long as the exit code stays unreported).
+ *
+ * @param poll Inspections made since the output ended, minus one (0 for the first wait).
+ * @returns The wait, in milliseconds.
+ */
+export function endedStreamPollMs(poll: number): number {
+  return Math.min(ENDED_STREAM_FIRST_POLL_MS * 2 ** poll, ENDED_STREAM_MAX_POLL_MS);
+}
+
+/**
+ * Waits `ms` milliseconds, or less when one of `wake` settles first; the exit observer's
+ * only clock, replaceable so a test can observe the schedule as a sequence of waits.
+ */
+export type ExitPollWait = (ms: number, wake: readonly Promise<unknown>[]) => Promise<void>;
+
+function sleep(ms: number, wake: readonly Promise<unknown>[]): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    for (const promise of wake) promise.then(done, done);
+  });
+}
+
+/**
+ * Settle the exit receipt from `GET /exec/{id}/json`, never from the stream ending:
+ * `exited` only for a non-running exec with a numeric `ExitCode` (`null` is still pending).
+ * The exec is inspected every 2 s while its output is open (a descendant may keep the
+ * output open after the leader exited) and, once the output ended, after waits of 10 ms
+ * doubling up to 5 s ({@linkcode endedStreamPollMs}): quick for the usual exit, one
+ * inspection per 5 s at most for an exec that keeps running or whose exit code never
+ * appears. Once the sandbox is stopping, a status not yet observed is no longer trusted
+ * (the stop itself kills the process): the receipt waits for compute removal and is
+ * `unavailable`. From the fourth inspection after the output ended, the keeper is inspected
+ * with each one too: a dead keeper stops the sandbox.
+ *
+ * @param host The sandbox's engine, keeper, deadlines and stop state.
+ * @param execId The exec to observe.
+ * @param streamEnded Settles when the exec's output ended.
+ * @param wait The clock between inspections (tests pass their own to record the schedule).
+ * @returns The receipt.
+ */
+export async function observeExit(
+  host: ExitObserverHost,
+  execId: string,
+  streamEnded: Promise<void>,
+  wait: ExitPollWait = sleep,
+): Promise<ObservedExit> {
+  const unavailable: ObservedExit = Object.freeze({ kind: "unavailable", reason: "sandbox_stopped" });
+  const timeoutMs = host.policy.deadlines.cleanupMs;
+  const stopping = new Promise<void>((resolve) => {
+    if (host.stopping.aborted) resolve();
+    host.stopping.addEventListener("abort", () => resolve(), { once: true });
+  });
+  let ended = false;
+  streamEnded.then(() => (ended = true));
+  await wait(OPEN_STREAM_POLL_MS, [streamEnded, stopping]);
+  for (let poll = 0;; poll++) {
+    if (host.stopping.aborted) {
+      await host.computeRemoved;
+      return unavailable;
+    }
+    const endedBefore = ended;
+    try {
+      const state = await inspectExec(host.engine, execId, { timeoutMs });
+      if (host.stopping.aborted) continue;
+      if (!state.Running && state.ExitCode !== null) return Object.freeze({ kind: "exited", code: state.ExitCode });
+    } catch (error) {
+      if (isNotFound(error)) return unavailable;
+      // a transient Engine failure: try again below
+    }
+    if (endedBefore && poll >= 3 && !host.stopping.aborted) {
+      try {
+        const keeper = await inspectContainer(host.engine, host.keeperId, { timeoutMs });
+        if (!keeper.State.Running) {
+          host.stopFor(new SandboxStoppedError("Cannot continue: the keeper container exited")).catch(() => {});
+        }
+      } catch (error) {
+        if (isNotFound(error)) return unavailable;
+      }
+    }
+    if (endedBefore) await wait(endedStreamPollMs(poll), [stopping]);
+    else {
+      poll = -1;
+      await wait(OPEN_STREAM_POLL_MS, [stopping, streamEnded]);
+    }
+  }
+}
