@@ -13,7 +13,8 @@
 #    skipped one, fails the run.
 # 5. The compat lane (Node only): starts a second engine, Debian 13's docker.io 26.1.5
 #    (API 1.45), beside the main one (its own socket, data root, exec root and pid file under
-#    /var/lib/agentcell-compat-engine and /run/agentcell-compat-engine; no iptables, its own
+#    $AGENTCELL_ENGINE_HOME-compat and $AGENTCELL_ENGINE_RUN-compat, by default
+#    /var/lib/agentcell-test-engine-compat and /run/agentcell-test-engine-compat; no iptables, its own
 #    bridge subnets: AGENTCELL_ENGINE_BESIDE in scripts/test-engine.sh), makes the guest
 #    images on it, runs tests/compat (API negotiation, the core lifecycle, datasets refused
 #    with the API-floor error, an outbound sandbox on each engine at once) and stops it.
@@ -37,8 +38,8 @@ started_compat=""
 
 # The compat lane's engine: scripts/test-engine.sh with its own directories, beside the main one.
 compat_engine() {
-  env -u AGENTCELL_TEST_ENGINE AGENTCELL_ENGINE_HOME=/var/lib/agentcell-compat-engine \
-    AGENTCELL_ENGINE_RUN=/run/agentcell-compat-engine AGENTCELL_ENGINE_SUITE=trixie AGENTCELL_ENGINE_BESIDE=1 \
+  env -u AGENTCELL_TEST_ENGINE AGENTCELL_ENGINE_HOME="${AGENTCELL_ENGINE_HOME:-/var/lib/agentcell-test-engine}-compat" \
+    AGENTCELL_ENGINE_RUN="${AGENTCELL_ENGINE_RUN:-/run/agentcell-test-engine}-compat" AGENTCELL_ENGINE_SUITE=trixie AGENTCELL_ENGINE_BESIDE=1 \
     bash scripts/test-engine.sh "$@"
 }
 
