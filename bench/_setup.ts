@@ -3,7 +3,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { concatBytes } from "../lib/engine/http/_bytes.ts";
+import { concatBytes } from "../lib/streams/concat_bytes.ts";
 
 /** Label on every container the benchmark makes outside our library. */
 export const BENCH_LABEL = "dev.agentcell.bench";

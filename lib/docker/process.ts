@@ -21,7 +21,7 @@ import { demultiplex } from "../engine/frames/demultiplex.ts";
 import type { SandboxHost } from "./sandbox.ts";
 import { startGuestDeadline } from "./controller_lease.ts";
 import { WORK_PATH } from "./workload.ts";
-import { asSandboxError, isNotFound } from "./_engine_errors.ts";
+import { asOutputError, asSandboxError, isNotFound } from "./_engine_errors.ts";
 import { setLongTimeout } from "./_long_timer.ts";
 
 /**
@@ -102,14 +102,18 @@ export class DockerProcessReservation implements SandboxProcessReservation {
 }
 
 function runProcess(host: SandboxHost, execId: string, attach: EngineUpgrade, maxBufferedOutputBytes: number): SandboxProcess {
-  // The attach output ends with the sandbox's stop cause once compute removal begins.
+  // The attach output ends with the sandbox's stop cause once compute removal begins. A
+  // source failure seen while the sandbox is stopping is reported as the stop cause too:
+  // removing compute may break the connection before this listener aborts it.
   const onStopping = () => attach.abort(host.stopping.reason);
   host.stopping.addEventListener("abort", onStopping, { once: true });
-  const source = stopAware(attach.readable, host.stopping);
-  const output = demultiplex(source, {
+  const output = demultiplex(attach.readable, {
     maxBufferedOutputBytes,
     onFault: (error) => {
-      host.stopFor(error).catch(() => {});
+      const stopped = host.stopping.aborted && error.code === "source_failed";
+      const failure = stopped ? host.stopping.reason as SandboxError : asOutputError(error);
+      host.stopFor(failure).catch(() => {});
+      return failure;
     },
   });
   const streamEnded = output.done.then(() => undefined, () => undefined);
@@ -142,25 +146,6 @@ function runProcess(host: SandboxHost, execId: string, attach: EngineUpgrade, ma
     stderr: output.stderr,
     exit,
   };
-}
-
-/** Pass bytes through; error with the stop cause once the sandbox stops. */
-function stopAware(readable: ReadableStream<Uint8Array>, stopping: AbortSignal): ReadableStream<Uint8Array> {
-  const reader = readable.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      } catch (error) {
-        controller.error(stopping.aborted ? stopping.reason : error);
-      }
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
 }
 
 function stdinStream(attach: EngineUpgrade, stopping: AbortSignal): WritableStream<Uint8Array> {
