@@ -135,9 +135,12 @@ function checkedInteger(value: unknown, minimum: number, maximum: number, field:
  * - unread output (both streams together, measured by their byte-length queues) never exceeds
  *   `maxBufferedOutputBytes`; a piece that would exceed it faults with `output_limit`
  *   instead of being kept;
- * - payloads are forwarded piecewise as they arrive (a piece that is at least half of its
- *   source chunk as a view of it, a smaller one copied, so retained memory stays within twice
- *   the counted bytes), and no buffer is ever allocated from a declared frame length;
+ * - payloads are forwarded piecewise as they arrive, and no buffer is ever allocated from a
+ *   declared frame length. The pieces one stream gets from a source chunk are views of it
+ *   (no copy) when together they are at least half of the chunk's buffer, else copies: the
+ *   pieces of one chunk sit side by side in their stream's queue, so the chunks a stream's
+ *   unread views keep alive take at most twice its unread bytes, plus the one chunk its
+ *   reader is partway through. Source chunks must not be reused by their producer;
  * - besides the output queues, at most a partial 8-byte header and the source chunk being
  *   split are held.
  *
@@ -274,31 +277,53 @@ export function demultiplex(
     return undefined;
   }
 
-  /** Splits one source chunk; returns `false` once faulted. */
+  // The payload pieces of the chunk being split: where each starts, its length, its stream.
+  const pieceStarts: number[] = [];
+  const pieceLengths: number[] = [];
+  const pieceChannels: Channel[] = [];
+
+  /**
+   * Splits one source chunk; returns `false` once faulted. First the chunk's frame headers
+   * are read to find its payload pieces, then the pieces are handed on: as views of the
+   * chunk (no copy) for a stream that gets at least half of the chunk's memory, else as
+   * copies, so a few unread bytes never pin a whole chunk.
+   */
   function consume(chunk: unknown): boolean {
     if (!(chunk instanceof Uint8Array)) {
       fault("framing", "the source produced a chunk that is not bytes");
       return false;
     }
     let offset = 0;
+    let pieces = 0;
+    let stdoutBytes = 0;
+    let stderrBytes = 0;
+    let malformed: string | undefined;
     const end = chunk.byteLength;
     while (offset < end) {
       if (payloadRemaining === 0) {
-        const take = Math.min(FRAME_HEADER_BYTES - headerFilled, end - offset);
-        header.set(chunk.subarray(offset, offset + take), headerFilled);
-        headerFilled += take;
-        offset += take;
+        while (headerFilled < FRAME_HEADER_BYTES && offset < end) header[headerFilled++] = chunk[offset++];
         if (headerFilled < FRAME_HEADER_BYTES) break;
         headerFilled = 0;
-        const malformed = openFrame();
-        if (malformed !== undefined) {
-          fault("framing", malformed);
-          return false;
-        }
+        malformed = openFrame();
+        if (malformed !== undefined) break;
         continue;
       }
       const take = Math.min(payloadRemaining, end - offset);
-      const channel = target!;
+      pieceStarts[pieces] = offset;
+      pieceLengths[pieces] = take;
+      pieceChannels[pieces] = target!;
+      pieces += 1;
+      if (target === stdout) stdoutBytes += take;
+      else stderrBytes += take;
+      offset += take;
+      payloadRemaining -= take;
+    }
+    // What a view keeps alive is the chunk's whole buffer, not just the chunk.
+    const retained = chunk.buffer.byteLength;
+    for (let index = 0; index < pieces; index += 1) {
+      const start = pieceStarts[index];
+      const take = pieceLengths[index];
+      const channel = pieceChannels[index];
       if (unread(stdout) + unread(stderr) + take > limit) {
         fault(
           "output_limit",
@@ -307,14 +332,12 @@ export function demultiplex(
         );
         return false;
       }
-      // A piece that is most of its chunk is handed on as a view (no copy); a small piece is
-      // copied so it never pins a large socket chunk. Retained memory thus stays within
-      // twice the counted staging bytes.
-      channel.controller.enqueue(
-        take * 2 >= end ? chunk.subarray(offset, offset + take) : chunk.slice(offset, offset + take),
-      );
-      offset += take;
-      payloadRemaining -= take;
+      const views = (channel === stdout ? stdoutBytes : stderrBytes) * 2 >= retained;
+      channel.controller.enqueue(views ? chunk.subarray(start, start + take) : chunk.slice(start, start + take));
+    }
+    if (malformed !== undefined) {
+      fault("framing", malformed);
+      return false;
     }
     return true;
   }
