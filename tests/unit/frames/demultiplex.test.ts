@@ -420,6 +420,38 @@ test("demultiplex copies payloads out of the source chunk", async () => {
   assert.equal(piece.buffer.byteLength, 3);
 });
 
+test("demultiplex hands a stream's pieces on as views of a chunk it gets most of", async () => {
+  const { options } = recording();
+  const chunk = concat([frame(1, new Uint8Array(1000).fill(7)), frame(1, new Uint8Array(900).fill(8))]);
+  const { stdout, done } = demultiplex(chunkSource([chunk]), options);
+  const pieces = await chunksOf(stdout);
+  await done;
+  assert.deepEqual(pieces.map((piece) => piece.byteLength), [1000, 900]);
+  for (const piece of pieces) assert.equal(piece.buffer, chunk.buffer, "a view of the source chunk, not a copy");
+});
+
+test("demultiplex copies the pieces of a stream that gets little of a chunk", async () => {
+  const { options } = recording();
+  const chunk = concat([frame(1, "tiny"), frame(2, new Uint8Array(1000))]);
+  const { stdout, stderr, done } = demultiplex(chunkSource([chunk]), options);
+  const [[out], [err]] = await Promise.all([chunksOf(stdout), chunksOf(stderr)]);
+  await done;
+  assert.equal(out.buffer.byteLength, 4, "4 bytes must not pin the 1,016-byte chunk");
+  assert.equal(err.buffer, chunk.buffer);
+});
+
+test("demultiplex measures a chunk by its whole buffer when it is a view of a larger one", async () => {
+  const { options } = recording();
+  const backing = new Uint8Array(64 * 1024);
+  const framed = frame(1, new Uint8Array(1000).fill(9));
+  backing.set(framed);
+  const { stdout, done } = demultiplex(chunkSource([backing.subarray(0, framed.byteLength)]), options);
+  const [piece] = await chunksOf(stdout);
+  await done;
+  assert.equal(piece.byteLength, 1000);
+  assert.equal(piece.buffer.byteLength, 1000, "1,000 bytes must not pin a 64 KiB buffer");
+});
+
 test("demultiplex rejects invalid options", () => {
   const valid = recording().options;
   const cases: [Partial<Record<keyof DemultiplexOptions, unknown>>, string][] = [
