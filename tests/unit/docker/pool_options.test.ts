@@ -38,12 +38,13 @@ test("createDockerSandboxPool refuses invalid options before reserving anything"
 });
 
 test("backend.pool refuses an invalid request before starting anything", async () => {
-  await withSpill(async (spillDirectory) => {
+  await withSpill((spillDirectory) => {
     // The endpoint does not exist: a pool that started anything would fail later, not here.
     const backend = backendOn("/nonexistent/agentcell-pool-test.sock", spillDirectory);
     assert.throws(
       () => backend.pool({ request: { policy: { ...policy, resources: { ...policy.resources, cpus: -1 } } }, size: 1, recovery: port }),
       (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && /^Cannot reserve sandbox: policy\.resources\.cpus /.test(error.message),
     );
+    return Promise.resolve();
   });
 });
