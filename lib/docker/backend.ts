@@ -8,7 +8,7 @@ import { SandboxConfigurationError, SandboxStateError } from "../sandbox/errors.
 import { assertSupportedDiskQuota, normalizePolicy, type SandboxPolicy } from "../sandbox/policy.ts";
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
 import { DockerEngine } from "../engine/client.ts";
-import { acquireSandbox } from "./acquire.ts";
+import { acquireSandbox, type DaemonVersionMemo } from "./acquire.ts";
 import { type DockerSandboxBackendConfig, type DockerSandboxBackendSettings, normalizeBackendConfig } from "./config.ts";
 import { newReservationId, resourceNames, type SandboxResourceNames } from "./names.ts";
 import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSandbox } from "./recover.ts";
@@ -116,6 +116,7 @@ export interface DockerSandboxReservation extends SandboxReservation {
 export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): DockerSandboxBackend {
   const settings = normalizeBackendConfig(config);
   const engine = new DockerEngine(settings.endpoint);
+  const daemonVersion: DaemonVersionMemo = {};
   const backend: DockerSandboxBackend = Object.freeze({
     settings,
     pool(options: DockerSandboxPoolOptions): DockerSandboxPool {
@@ -146,7 +147,7 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
         async start(options: SandboxStartOptions = {}): Promise<DockerSandbox> {
           if (started) throw new SandboxStateError("Cannot start sandbox: this reservation was already started");
           started = true;
-          const acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, recovery, signal: options.signal });
+          const acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, recovery, signal: options.signal, daemonVersion });
           return new DockerSandbox(id, engine, settings, policy, names, acquired);
         },
       });
