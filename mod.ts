@@ -56,6 +56,13 @@ export {
 export { IMAGE_MOUNT_API_VERSION } from "./lib/docker/datasets/admission.ts";
 export { IMAGE_MOUNT_ADVISORY } from "./lib/docker/datasets/warnings.ts";
 export { DockerSandbox, type DockerSandboxResources } from "./lib/docker/sandbox.ts";
+export {
+  createDockerSandboxPool,
+  type DockerSandboxPool,
+  type DockerSandboxPoolOptions,
+  MAX_POOL_SIZE,
+  type DockerSandboxPoolBackend,
+} from "./lib/docker/pool.ts";
 export { DockerProcess, DockerProcessReservation } from "./lib/docker/process.ts";
 export { importDirectory } from "./lib/docker/files/import_directory.ts";
 export { exportToDirectory, type ExportToDirectoryOptions } from "./lib/docker/files/export_to_directory.ts";

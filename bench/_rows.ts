@@ -1,6 +1,5 @@
 // The three rows of the sandbox benchmark. Each returns its variants' samples; our library
 // is always the first variant.
-import { connect } from "node:net";
 import { z } from "zod";
 import type { DockerEngine } from "../lib/engine/client.ts";
 import { createExec, startExec } from "../lib/engine/exec.ts";
@@ -12,6 +11,20 @@ import { execBody, OOM_WRAPPER, ourExec, pollStats } from "./_exec_steps.ts";
 import { BENCH_LABEL, type BenchConfig, dockerCli, drain, roundRobin, type Samples, timed, type TimedVariant } from "./_setup.ts";
 import type { RowResult, VariantResult } from "./_stats.ts";
 import { mark } from "./_trace.ts";
+import { bunFloor, denoFloor, netFloor } from "./_floor.ts";
+
+/** Name of the `node:net` floor variant of the stdout row. */
+export const FLOOR_NET = "floor: bare node:net socket, no HTTP client, no demux";
+/** Name of the native-socket floor variant of the stdout row (Deno and Bun only). */
+export const FLOOR_NATIVE = "floor: bare native socket (Deno.connect / Bun.connect), no HTTP, no demux";
+
+/** The native floor of the running runtime: `Deno.connect` on Deno, `Bun.connect` on Bun, none on Node. */
+function nativeFloor(config: BenchConfig, engine: DockerEngine, keeperId: string, cmd: string[], check: (read: number) => void): TimedVariant[] {
+  const global = globalThis as { Deno?: unknown; Bun?: unknown };
+  const floor = global.Deno ? denoFloor : global.Bun ? bunFloor : undefined;
+  if (floor === undefined) return [];
+  return [{ name: FLOOR_NATIVE, run: async () => check(await floor(engine, config.socketPath, keeperId, cmd, USER)) }];
+}
 
 /** The sandbox user of every benchmark exec. */
 export const USER = { uid: 65534, gid: 65534 } as const;
@@ -191,41 +204,6 @@ async function ourRawAttach(engine: DockerEngine, keeperId: string, cmd: string[
   }
 }
 
-/** Row 3 variant: the exec attach over a bare `node:net` socket with a hand-written upgrade request. */
-async function netAttach(engine: DockerEngine, socketPath: string, keeperId: string, cmd: string[]): Promise<number> {
-  const execId = await createExec(engine, keeperId, execBody(cmd, USER));
-  const version = await engine.apiVersion();
-  const body = JSON.stringify({ Detach: false, Tty: false });
-  const head = `POST /v${version}/exec/${execId}/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n` +
-    `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
-  return await new Promise<number>((resolve, reject) => {
-    const socket = connect(socketPath);
-    let headDone = false;
-    let pending = "";
-    let bytes = 0;
-    socket.on("connect", () => socket.write(head));
-    socket.on("data", (chunk: Uint8Array) => {
-      if (headDone) {
-        bytes += chunk.byteLength;
-        return;
-      }
-      pending += new TextDecoder("latin1").decode(chunk);
-      const end = pending.indexOf("\r\n\r\n");
-      if (end === -1) return;
-      if (!pending.startsWith("HTTP/1.1 101")) {
-        socket.destroy();
-        reject(new Error(`Cannot attach: ${pending.slice(0, 80)}`));
-        return;
-      }
-      headDone = true;
-      bytes += pending.length - end - 4;
-    });
-    socket.on("error", reject);
-    socket.on("close", () => resolve(bytes));
-    socket.on("end", () => socket.destroy());
-  });
-}
-
 /** The guest command writing `size` zero bytes to stdout. */
 export function producerCommand(config: BenchConfig): string[] {
   const size = config.streamBytes;
@@ -288,7 +266,8 @@ export async function streamRow(
         }
         : () => Promise.reject(new Error(dockerode.error)),
     },
-    { name: "floor: bare node:net socket, no HTTP client, no demux", run: async () => frameBytes(await netAttach(engine, config.socketPath, keeperId, cmd)) },
+    { name: FLOOR_NET, run: async () => frameBytes(await netFloor(engine, config.socketPath, keeperId, cmd, USER)) },
+    ...nativeFloor(config, engine, keeperId, cmd, frameBytes),
     {
       name: "docker exec (CLI, Go client) stdout → /dev/null",
       child: true,

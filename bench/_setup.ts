@@ -3,7 +3,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { concatBytes } from "../lib/engine/http/_bytes.ts";
+import { concatBytes } from "../lib/streams/concat_bytes.ts";
 
 /** Label on every container the benchmark makes outside our library. */
 export const BENCH_LABEL = "dev.agentcell.bench";
@@ -24,6 +24,8 @@ export interface BenchConfig {
   readonly execs: number;
   /** Measured iterations of the full `process.start()` variant of row 2 (one sandbox each). */
   readonly processStarts: number;
+  /** Measured iterations of row 4 (time to the first stdout byte: warm pool, cold start, CLI). */
+  readonly poolTakes: number;
   /** Payload bytes of row 3 (a multiple of 1 MiB). */
   readonly streamBytes: number;
   /** Guest command of row 3: `dd` (`dd if=/dev/zero bs=1M count=…`, default) or `head` (`head -c … /dev/zero`). */
@@ -78,6 +80,7 @@ export function benchConfig(): BenchConfig {
     starts: integer("BENCH_STARTS", 10),
     execs: integer("BENCH_EXECS", 20),
     processStarts: integer("BENCH_PROCESS_STARTS", 10),
+    poolTakes: integer("BENCH_POOL_TAKES", 10),
     streamBytes: integer("BENCH_STREAM_MIB", 256) * 1024 * 1024,
     streamRuns: integer("BENCH_STREAM_RUNS", 4),
     streamProducer: producer(),

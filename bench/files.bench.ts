@@ -43,6 +43,7 @@ import { openExport } from "../lib/docker/files/export_tree.ts";
 import { importTreeInto } from "../lib/docker/files/import_tree.ts";
 import { TransferGuard } from "../lib/docker/files/_transfer_guard.ts";
 import { benchConfig } from "./_setup.ts";
+import { type GoalReport, ratio, reportGoals } from "./_goals.ts";
 
 // The engine and busybox guest as for the other benchmarks; children inherit them.
 const config = benchConfig();
@@ -55,6 +56,8 @@ const SMALL_FILES = 2000;
 
 interface Sample {
   readonly ms: number;
+  /** CPU time (user + system) of the process that did the transfer, during it, ms. */
+  readonly cpuMs: number;
   /** Peak RSS of the process that did the transfer, MiB. */
   readonly peakMiB: number;
   /** Its RSS just before the transfer (0 for curl), MiB. */
@@ -110,10 +113,12 @@ async function child(task: ChildTask): Promise<void> {
     },
   };
   const beforeMiB = statusMiB("VmRSS");
+  const cpu = process.cpuUsage();
   const started = performance.now();
   await run[task.variant]();
   const ms = performance.now() - started;
-  console.log(JSON.stringify({ ms, beforeMiB, peakMiB: statusMiB("VmHWM") } satisfies Sample));
+  const used = process.cpuUsage(cpu);
+  console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, beforeMiB, peakMiB: statusMiB("VmHWM") } satisfies Sample));
 }
 
 /** Flushes dirty pages first, so one variant's writes do not slow the next one down. */
@@ -141,15 +146,15 @@ function inChild(task: ChildTask): Promise<Sample> {
   });
 }
 
-/** Runs curl under GNU time; wall time and curl's peak RSS. */
+/** Runs curl under GNU time; wall time, curl's CPU time and its peak RSS. */
 function curl(args: string[]): Promise<Sample> {
   settle();
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    execFile("/usr/bin/time", ["-f", "%M", "curl", "-sS", "--fail", "--unix-socket", socketPath, ...args], (error, _stdout, stderr) => {
+    execFile("/usr/bin/time", ["-f", "%M %U %S", "curl", "-sS", "--fail", "--unix-socket", socketPath, ...args], (error, _stdout, stderr) => {
       if (error) return reject(new Error(`curl failed: ${stderr}`));
-      const kib = Number(stderr.trim().split("\n").at(-1));
-      resolve({ ms: performance.now() - started, peakMiB: kib / 1024, beforeMiB: 0 });
+      const [kib, user, system] = stderr.trim().split("\n").at(-1)!.split(" ").map(Number);
+      resolve({ ms: performance.now() - started, cpuMs: (user + system) * 1000, peakMiB: kib / 1024, beforeMiB: 0 });
     });
   });
 }
@@ -196,8 +201,9 @@ function row(name: string, samples: Sample[], curlMs: number): string {
   const ms = median(samples.map((s) => s.ms));
   const peak = median(samples.map((s) => s.peakMiB));
   const growth = median(samples.map((s) => s.peakMiB - s.beforeMiB));
+  const cpu = median(samples.map((s) => s.cpuMs));
   const memory = samples[0].beforeMiB === 0 ? `peak ${peak.toFixed(0)} MiB` : `peak ${peak.toFixed(0)} MiB, +${growth.toFixed(1)} MiB`;
-  return `${name.padEnd(42)} ${(ms / 1000).toFixed(2).padStart(6)} s ${(ms / curlMs).toFixed(2).padStart(5)}x  ${memory}`;
+  return `${name.padEnd(42)} ${(ms / 1000).toFixed(2).padStart(6)} s ${(ms / curlMs).toFixed(2).padStart(5)}x  cpu ${(cpu / 1000).toFixed(2)} s  ${memory}`;
 }
 
 if (process.argv[2] === "--child") {
@@ -211,6 +217,7 @@ await mkdir(spillDirectory);
 const docker = new Docker({ socketPath });
 const apiVersion = (await docker.version()).ApiVersion;
 const lines: string[] = [];
+const goals: Record<Runtime, GoalReport["goals"][number][]> = { node: [], deno: [], bun: [] };
 
 // ---- export: 1 GiB + 2,000 files
 {
@@ -233,7 +240,14 @@ const lines: string[] = [];
     const curlMs = median(samples.curl.map((s) => s.ms));
     lines.push(`export 1 GiB + ${SMALL_FILES} files (${rounds} rounds, medians)`);
     lines.push(row("curl GET archive (no checks)", samples.curl, curlMs));
-    for (const runtime of RUNTIMES) lines.push(row(`exportTree on ${runtime} (validated, bodies read)`, samples.ours[runtime], curlMs));
+    for (const runtime of RUNTIMES) {
+      lines.push(row(`exportTree on ${runtime} (validated, bodies read)`, samples.ours[runtime], curlMs));
+      const mine = samples.ours[runtime];
+      goals[runtime].push(
+        { goal: "export 1 GiB + 2,000 files: ours ÷ curl (time)", aim: "≤ 1.10×", value: ratio(median(mine.map((s) => s.ms)), curlMs) },
+        { goal: "export RSS growth", aim: "≤ 64 MiB", value: `${median(mine.map((s) => s.peakMiB - s.beforeMiB)).toFixed(0)} MiB` },
+      );
+    }
     lines.push(row("dockerode getArchive on node (no checks)", samples.dockerode, curlMs));
   } finally {
     await sandbox.destroy();
@@ -270,7 +284,10 @@ const lines: string[] = [];
     lines.push("");
     lines.push(`import 1 GiB (${rounds} rounds, medians)`);
     lines.push(row("curl PUT archive (prepared tar)", samples.curl, curlMs));
-    for (const runtime of RUNTIMES) lines.push(row(`importTree(importDirectory) on ${runtime}`, samples.ours[runtime], curlMs));
+    for (const runtime of RUNTIMES) {
+      lines.push(row(`importTree(importDirectory) on ${runtime}`, samples.ours[runtime], curlMs));
+      goals[runtime].push({ goal: "import 1 GiB: ours ÷ curl (time)", aim: "≤ 1.10×", value: ratio(median(samples.ours[runtime].map((s) => s.ms)), curlMs) });
+    }
     lines.push(row("dockerode putArchive on node (tar file)", samples.dockerode, curlMs));
   } finally {
     await sandbox.destroy();
@@ -278,5 +295,6 @@ const lines: string[] = [];
 }
 
 await rm(scratch, { recursive: true, force: true });
-console.log(`${"variant".padEnd(42)} ${"time".padStart(8)} ${"ratio".padStart(6)}  memory (peak RSS of the process; +growth during the transfer)`);
+console.log(`${"variant".padEnd(42)} ${"time".padStart(8)} ${"ratio".padStart(6)}  cpu (of that process)  memory (peak RSS of the process; +growth during the transfer)`);
 for (const line of lines) console.log(line);
+reportGoals(RUNTIMES.map((runtime) => ({ runtime, goals: goals[runtime] })));

@@ -8,15 +8,19 @@
 // 3. stdout throughput: 256 MiB × 4 runs by default (1 GiB in all; BENCH_STREAM_MIB=1024
 // BENCH_STREAM_RUNS=1 for one 1 GiB stream) from `dd if=/dev/zero bs=1M` in the guest
 // (busybox `head -c` writes 4 KiB pieces and caps the Engine near 45 MB/s, hiding the
-// clients); 4. `sandbox.run("/bin/true")` round trip in one running sandbox (bench/_run_row.ts).
-// Variants run interleaved round robin. Each row prints median and p90 per variant,
-// the ratio of its median time to ours and this process's CPU time; then where our time goes
-// (traced Engine calls) and a Markdown table.
+// clients), against a bare node:net socket and (on Deno and Bun) the runtime's native socket;
+// 4. time to the first stdout byte: warm pool `take()`, cold `start()`, `docker run`;
+// 5. `sandbox.run("/bin/true")` round trip in one running sandbox (bench/_run_row.ts).
+// Variants run interleaved round robin. Each row prints median and p90 per variant, the
+// ratio of its median time to ours and this process's CPU time; then where our time goes
+// (traced Engine calls), a Markdown table and the goal ratios (BENCH_GOALS_JSON=<file>
+// also writes them as JSON, for bench/goals.bench.ts).
 //
 // Environment: AGENTCELL_TEST_ENGINE (default unix:///run/agentcell-test-engine/docker.sock),
 // AGENTCELL_TEST_BUSYBOX_IMAGE (default: scripts/guest-images.sh busybox), BENCH_STARTS (10),
 // BENCH_EXECS (20), BENCH_PROCESS_STARTS (10), BENCH_STREAM_MIB (256), BENCH_STREAM_RUNS (4),
-// BENCH_STREAM_PRODUCER (dd or head), BENCH_WARMUPS (2), BENCH_ROWS (start,exec,stream,run,trace,synthetic),
+// BENCH_STREAM_PRODUCER (dd or head), BENCH_POOL_TAKES (10), BENCH_WARMUPS (2),
+// BENCH_ROWS (start,exec,stream,pool,run,trace,synthetic),
 // BENCH_ONLY (run only variants whose name contains this text, e.g. for node --cpu-prof),
 // DOCKER_CLI (/usr/local/bin/docker).
 import { mkdtemp, realpath, rm } from "node:fs/promises";
@@ -35,11 +39,13 @@ import { type SyntheticResult, syntheticStdout } from "./_synthetic.ts";
 import { BENCH_LABEL, BENCH_NAMESPACE, benchConfig, runtimeName } from "./_setup.ts";
 import { runRow } from "./_run_row.ts";
 import { markdownTable, type RowResult, summarize } from "./_stats.ts";
+import { reportGoals, sandboxGoals } from "./_goals.ts";
+import { poolRow } from "./_pool_row.ts";
 import { breakdown, traceEngine, type TracedCall } from "./_trace.ts";
 
 const config = benchConfig();
 const runtime = runtimeName();
-const rows = new Set((process.env.BENCH_ROWS ?? "start,exec,stream,run,trace,synthetic").split(","));
+const rows = new Set((process.env.BENCH_ROWS ?? "start,exec,stream,pool,run,trace,synthetic").split(","));
 const engine = new DockerEngine(config.endpoint);
 const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-bench-spill-")));
 const backend = createDockerSandboxBackend({
@@ -185,6 +191,11 @@ try {
     }
     for (const trace of traces) console.log(`\n${trace}`);
   }
+  if (rows.has("pool")) {
+    const row = await poolRow(config, backend);
+    printRow(row);
+    results.push(row);
+  }
 } finally {
   await keeper?.destroy();
   const leftovers = await sweep();
@@ -197,3 +208,4 @@ console.log(`\n${summary}\n`);
 console.log(markdownTable(runtime, results));
 console.log(`\n_${summary}; engine ${version.Version}; ${config.streamRuns} × ${config.streamBytes / 1024 / 1024} MiB via ${config.streamProducer}_`);
 if (traces.length > 0) console.log(`\n${traces.join("\n\n")}`);
+reportGoals([{ runtime: runtime.split(" ")[0], goals: sandboxGoals(results) }]);

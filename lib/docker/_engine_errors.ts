@@ -1,11 +1,13 @@
-import { DockerEngineError } from "../engine/errors.ts";
-import { DockerEngineTransportError } from "../engine/http/errors.ts";
+import { DockerEngineError, type DockerEngineOutputError, DockerEngineTransportError } from "../engine/errors.ts";
 import {
+  SandboxAbandonedOutputError,
   SandboxAbortedError,
   SandboxConfigurationError,
   SandboxDeadlineError,
   SandboxEngineError,
   SandboxError,
+  SandboxFramingError,
+  SandboxOutputLimitError,
 } from "../sandbox/errors.ts";
 import { denialReason, denoPermissionDenial } from "../sandbox/_deno_permission.ts";
 import { reasonOf } from "../sandbox/_reason.ts";
@@ -44,6 +46,27 @@ export function asSandboxError(error: unknown, action: string): SandboxError {
     return new SandboxEngineError(`Cannot ${action}: ${reason}`, { cause: error, status: error.status });
   }
   return new SandboxEngineError(`Cannot ${action}: ${reason}`, { cause: error });
+}
+
+/**
+ * Present a fault of a process's output as the {@linkcode SandboxError} of its code, with
+ * the same message: `output_limit` → {@linkcode SandboxOutputLimitError}, `framing` →
+ * {@linkcode SandboxFramingError}, `abandoned` → {@linkcode SandboxAbandonedOutputError}
+ * (`cause`: the cancel reason), `source_failed` → the source's own error when it is a sandbox
+ * error (the sandbox's stop cause, say), else {@linkcode SandboxEngineError} (`cause`: the
+ * source's error).
+ */
+export function asOutputError(error: DockerEngineOutputError): SandboxError {
+  switch (error.code) {
+    case "output_limit":
+      return new SandboxOutputLimitError(error.message);
+    case "framing":
+      return new SandboxFramingError(error.message);
+    case "abandoned":
+      return new SandboxAbandonedOutputError(error.message, { cause: error.cause });
+    case "source_failed":
+      return error.cause instanceof SandboxError ? error.cause : new SandboxEngineError(error.message, { cause: error.cause });
+  }
 }
 
 /** Whether `error` is the Engine's `404 Not Found`. */

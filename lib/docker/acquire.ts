@@ -15,6 +15,7 @@ import type { SandboxRecoveryPort } from "../sandbox/backend.ts";
 import { SandboxAbortedError, SandboxConflictError, SandboxDeadlineError, SandboxError } from "../sandbox/errors.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 import type { DockerEngine } from "../engine/client.ts";
+import type { EngineVersion } from "../engine/system.ts";
 import { createContainer, inspectContainer, startContainer } from "../engine/containers.ts";
 import { inspectImage } from "../engine/images.ts";
 import { createNetwork, inspectNetwork } from "../engine/networks.ts";
@@ -59,6 +60,18 @@ export interface AcquiredSandbox {
   readonly lease: ControllerLease | undefined;
 }
 
+/**
+ * The daemon's `GET /version` as last seen by one backend, with the daemon ID (`GET /info`
+ * `ID`) it belongs to. The facts admission reads from it (OS, API version) are the daemon
+ * build's and change only with a restart into another daemon; `/info` is still fetched on
+ * every start (controllers, security options and the ID can change with a restart), and a
+ * different ID fetches `/version` again.
+ */
+export interface DaemonVersionMemo {
+  /** Set by the first start; replaced when the daemon ID changes. */
+  current?: { readonly daemonId: string; readonly version: EngineVersion };
+}
+
 /** Everything startup needs. */
 export interface AcquireContext {
   readonly engine: DockerEngine;
@@ -68,6 +81,8 @@ export interface AcquireContext {
   readonly names: SandboxResourceNames;
   readonly recovery: SandboxRecoveryPort;
   readonly signal?: AbortSignal;
+  /** The backend's memo of `/version`; without it every start fetches it. */
+  readonly daemonVersion?: DaemonVersionMemo;
 }
 
 /**
@@ -104,14 +119,28 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     admitHost(settings.profile, { platform: process.platform, arch: process.arch });
     checkpoint();
     await verifySpillDirectory(settings.spillDirectory);
-    const [version, info] = await Promise.all([engine.version(checkpoint()), engine.info(checkpoint())]);
+    // Every observation before the first effect goes out at once: daemon admission (`/info`
+    // on every start; `/version` once per daemon ID, see DaemonVersionMemo), the image, the
+    // dataset images, and the volume name that must still be free. They are judged in this
+    // order afterwards.
+    const memo = context.daemonVersion;
+    const seen = memo?.current;
+    const [info, fetchedVersion, image, datasetImages, existingVolume] = await Promise.all([
+      engine.info(checkpoint()),
+      seen === undefined ? engine.version(checkpoint()) : undefined,
+      inspectImage(engine, settings.imageDigest, checkpoint()),
+      Promise.all(settings.datasets.map((dataset) => inspectImage(engine, dataset.imageDigest, checkpoint()))),
+      inspectVolume(engine, names.volume, checkpoint()),
+    ]);
+    const version = fetchedVersion ?? (seen?.daemonId === info.ID ? seen!.version : await engine.version(checkpoint()));
     const admission = admitDaemon(settings.profile, version, info);
-    admitImage(settings.imageDigest, await inspectImage(engine, settings.imageDigest, checkpoint()), settings.profile);
+    if (memo !== undefined) memo.current = { daemonId: info.ID ?? "", version };
+    admitImage(settings.imageDigest, image, settings.profile);
     admitDatasetEngine(settings.datasets, version);
-    admitDatasetImages(
-      settings.datasets,
-      await Promise.all(settings.datasets.map((dataset) => inspectImage(engine, dataset.imageDigest, checkpoint()))),
-    );
+    admitDatasetImages(settings.datasets, datasetImages);
+    if (existingVolume) {
+      throw new SandboxConflictError(`Cannot start sandbox: volume ${names.volume} already exists and was not created by this sandbox`);
+    }
 
     // The planned record, persisted before any resource effect.
     const identity: RecoveryIdentity = {
@@ -139,11 +168,8 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       createRecorded(engine, log!, role, action, dispatch, { timeoutMs: cleanupMs });
 
     // Volume. A create of an existing name answers 201 with the existing volume, so the
-    // name must be absent first and the labels ours after.
+    // name must be absent first (checked with the observations above) and the labels ours after.
     checkpoint();
-    if (await inspectVolume(engine, names.volume, checkpoint())) {
-      throw new SandboxConflictError(`Cannot start sandbox: volume ${names.volume} already exists and was not created by this sandbox`);
-    }
     await create("volume", "create volume", async () => {
       const volume = await createVolume(engine, names.volume, labels("volume"), { timeoutMs: remaining() });
       // 201 with someone else's volume of this name: a definite answer, nothing of ours.

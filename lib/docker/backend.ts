@@ -8,10 +8,11 @@ import { SandboxConfigurationError, SandboxStateError } from "../sandbox/errors.
 import { assertSupportedDiskQuota, normalizePolicy, type SandboxPolicy } from "../sandbox/policy.ts";
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
 import { DockerEngine } from "../engine/client.ts";
-import { acquireSandbox } from "./acquire.ts";
+import { acquireSandbox, type DaemonVersionMemo } from "./acquire.ts";
 import { type DockerSandboxBackendConfig, type DockerSandboxBackendSettings, normalizeBackendConfig } from "./config.ts";
 import { newReservationId, resourceNames, type SandboxResourceNames } from "./names.ts";
 import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSandbox } from "./recover.ts";
+import { createDockerSandboxPool, type DockerSandboxPool, type DockerSandboxPoolOptions } from "./pool.ts";
 import { DockerSandbox } from "./sandbox.ts";
 
 /** A Docker sandbox backend (see {@linkcode createDockerSandboxBackend}). */
@@ -44,6 +45,19 @@ export interface DockerSandboxBackend extends SandboxBackend {
    * @throws {SandboxEngineError} / {SandboxDeadlineError} when the Engine fails or is slow
    */
   recover(record: SandboxRecoveryRecord, recovery: SandboxRecoveryPort, options?: DockerSandboxRecoverOptions): Promise<DockerSandboxRecovery>;
+  /**
+   * Keep `options.size` started, never-used sandboxes of `options.request` ready, so that
+   * `pool.take()` hands one out at once (a replacement starts in the background). Every
+   * member is an ordinary sandbox of this backend, reserved with `options.recovery` and
+   * recorded and cleaned up like any other; `pool.close()` destroys the members not taken.
+   * Filling starts at once.
+   *
+   * @param options the request, the size (1 … 16) and the recovery port
+   * @returns the pool; close it when done
+   * @throws {SandboxConfigurationError} for invalid options or request (the message names the field)
+   * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`
+   */
+  pool(options: DockerSandboxPoolOptions): DockerSandboxPool;
 }
 
 /** A reserved sandbox; `start()` acquires it. */
@@ -102,8 +116,12 @@ export interface DockerSandboxReservation extends SandboxReservation {
 export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): DockerSandboxBackend {
   const settings = normalizeBackendConfig(config);
   const engine = new DockerEngine(settings.endpoint);
-  return Object.freeze({
+  const daemonVersion: DaemonVersionMemo = {};
+  const backend: DockerSandboxBackend = Object.freeze({
     settings,
+    pool(options: DockerSandboxPoolOptions): DockerSandboxPool {
+      return createDockerSandboxPool(backend, options);
+    },
     recover(record: SandboxRecoveryRecord, recovery: SandboxRecoveryPort, options?: DockerSandboxRecoverOptions): Promise<DockerSandboxRecovery> {
       if (typeof recovery?.record !== "function") {
         return Promise.reject(new SandboxConfigurationError("Cannot recover sandbox: recovery.record must be a function"));
@@ -129,10 +147,11 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
         async start(options: SandboxStartOptions = {}): Promise<DockerSandbox> {
           if (started) throw new SandboxStateError("Cannot start sandbox: this reservation was already started");
           started = true;
-          const acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, recovery, signal: options.signal });
+          const acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, recovery, signal: options.signal, daemonVersion });
           return new DockerSandbox(id, engine, settings, policy, names, acquired);
         },
       });
     },
   });
+  return backend;
 }

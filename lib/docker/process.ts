@@ -36,7 +36,7 @@ import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
 import { killProcessGroup } from "./_guest_kill.ts";
 import type { ProcessKind } from "./process_registry.ts";
 import { WORK_PATH } from "./workload.ts";
-import { asSandboxError } from "./_engine_errors.ts";
+import { asOutputError, asSandboxError } from "./_engine_errors.ts";
 import { setLongTimeout } from "./_long_timer.ts";
 
 /**
@@ -250,9 +250,16 @@ export class DockerProcess implements SandboxProcess {
     // The attach output ends with the sandbox's stop cause once compute removal begins.
     const onStopping = () => attach.abort(host.stopping.reason);
     host.stopping.addEventListener("abort", onStopping, { once: true });
-    const output = demultiplex(stopAware(attach.readable, host.stopping), {
+    // A source failure seen while the sandbox is stopping is the stop cause: removing compute
+    // may break the connection before the abort above reaches it.
+    const output = demultiplex(attach.readable, {
       maxBufferedOutputBytes: command.maxBufferedOutputBytes,
-      onFault: (error) => void this.end(faultReason(error), error).catch(() => {}),
+      onFault: (error) => {
+        const stopped = host.stopping.aborted && error.code === "source_failed";
+        const failure = stopped ? host.stopping.reason as SandboxError : asOutputError(error);
+        void this.end(faultReason(failure), failure).catch(() => {});
+        return failure;
+      },
     });
     this.stdout = output.stdout;
     this.stderr = output.stderr;
@@ -358,25 +365,6 @@ export class DockerProcess implements SandboxProcess {
     if (reason === "abandoned_output") return new SandboxAbandonedOutputError("Cannot continue process: its output was abandoned");
     return new SandboxStoppedError(`Cannot continue: the sandbox's one process was ended (${reason}), so the sandbox was stopped`);
   }
-}
-
-/** Pass bytes through; error with the stop cause once the sandbox stops. */
-function stopAware(readable: ReadableStream<Uint8Array>, stopping: AbortSignal): ReadableStream<Uint8Array> {
-  const reader = readable.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      } catch (error) {
-        controller.error(stopping.aborted ? stopping.reason : error);
-      }
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
 }
 
 function stdinStream(attach: EngineUpgrade, stopping: AbortSignal, ended: AbortSignal): WritableStream<Uint8Array> {

@@ -14,7 +14,7 @@ import {
 } from "../sandbox/errors.ts";
 import type { SandboxExitReceipt, SandboxKillReason } from "../sandbox/process.ts";
 import { markRunOutput, type NormalizedRunRequest, type SandboxRunResult } from "../sandbox/run.ts";
-import { concatBytes } from "../engine/http/_bytes.ts";
+import { concatBytes } from "../streams/concat_bytes.ts";
 import type { DockerProcess, DockerProcessReservation } from "./process.ts";
 
 /** Feed `stdin` and half-close; a process that stops reading is not an error of the run. */

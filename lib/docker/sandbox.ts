@@ -44,6 +44,7 @@ import { openExport } from "./files/export_tree.ts";
 import { importTreeInto } from "./files/import_tree.ts";
 import { readGuestFile, writeGuestFile } from "./files/guest_files.ts";
 import { TransferGuard } from "./files/_transfer_guard.ts";
+import { raceDeadline } from "../streams/deadline.ts";
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
 export interface DockerSandboxResources {
@@ -437,7 +438,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     const guard = new TransferGuard(action, parsed, [this.#destroying.signal]);
     try {
       guard.check();
-      const accessorId = await untilFailed(this.#accessor(), guard);
+      const accessorId = await raceDeadline(this.#accessor(), { signal: guard.signal, onAbort: () => guard.failure });
       return await openExport({
         engine: this.#engine,
         accessorId,
@@ -552,14 +553,4 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     }
     this.#state = "destroyed";
   }
-}
-
-/** `task`, or the guard's failure as soon as there is one (the task itself runs on). */
-function untilFailed<T>(task: Promise<T>, guard: TransferGuard): Promise<T> {
-  guard.check();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(guard.failure);
-    guard.signal.addEventListener("abort", onAbort, { once: true });
-    task.then(resolve, reject).finally(() => guard.signal.removeEventListener("abort", onAbort));
-  });
 }

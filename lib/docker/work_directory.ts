@@ -7,6 +7,7 @@
  * @module
  */
 import type { DockerEngine } from "../engine/client.ts";
+import { putContainerArchive } from "../engine/container_archive.ts";
 import { writeTar } from "../tar/write_tar.ts";
 import { WORKSPACE_PATH } from "./workload.ts";
 
@@ -33,13 +34,5 @@ export async function createWorkDirectory(
     size: 0,
   }]);
   const body = new Uint8Array(await new Response(archive).arrayBuffer());
-  const response = await engine.stream("PUT", `/containers/${encodeURIComponent(containerId)}/archive`, {
-    query: { path: WORKSPACE_PATH, noOverwriteDirNonDir: true },
-    body,
-    contentType: "application/x-tar",
-    timeoutMs: options.timeoutMs,
-    signal: options.signal,
-  });
-  if (response.status !== 200) throw await engine.failure(response, "create /workspace/work");
-  await response.body.cancel();
+  await putContainerArchive(engine, containerId, WORKSPACE_PATH, body, options);
 }

@@ -11,6 +11,7 @@ import { parseEngineEndpoint } from "./endpoint.ts";
 import { codeForStatus, DockerEngineError } from "./errors.ts";
 import { type DockerEngineFetchInit, fetchPlan, fetchResponse } from "./fetch.ts";
 import { exchange, requestBuffered, upgrade } from "./http/mod.ts";
+import { concatBytes } from "../streams/concat_bytes.ts";
 import type { EngineExchangeOptions, EngineResponse, EngineUpgrade } from "./http/mod.ts";
 import { type EngineInfo, engineInfoSchema, type EngineVersion, engineVersionSchema } from "./system.ts";
 
@@ -387,11 +388,5 @@ async function readAtMost(body: ReadableStream<Uint8Array>, limit: number): Prom
   } finally {
     reader.cancel().catch(() => {});
   }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
+  return concatBytes(parts);
 }

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { utf8ByteLength } from "../streams/utf8.ts";
 
 /** Longest path accepted, in bytes of UTF-8 (Linux `PATH_MAX`). */
 export const MAX_PATH_BYTES = 4096;
@@ -12,26 +13,6 @@ export const MAX_SEGMENT_BYTES = 255;
 
 const CONTROL = /\p{Cc}/u;
 const LONE_SURROGATE = /\p{Cs}/u;
-
-/**
- * Counts the UTF-8 bytes of a well-formed string without allocating.
- *
- * @param text A string without lone surrogates.
- * @returns Its length in UTF-8 bytes.
- */
-export function utf8ByteLength(text: string): number {
-  let bytes = 0;
-  for (let index = 0; index < text.length; index += 1) {
-    const unit = text.charCodeAt(index);
-    if (unit < 0x80) bytes += 1;
-    else if (unit < 0x800) bytes += 2;
-    else if (unit >= 0xd800 && unit <= 0xdbff) {
-      bytes += 4;
-      index += 1;
-    } else bytes += 3;
-  }
-  return bytes;
-}
 
 /**
  * Finds the first lexical defect of a canonical slash-separated path.

@@ -1,6 +1,6 @@
 // The reading state machine behind readTar: one header, PAX block or body chunk at a time,
 // pulled from the source only when the entry stream or the current body asks for it.
-import type { ByteSource } from "./_byte_source.ts";
+import type { ByteReader } from "../streams/byte_reader.ts";
 import { readError } from "./_fail.ts";
 import { type Header, isZeroBlock, parseHeader } from "./_header.ts";
 import { BLOCK, MAX_CHUNK, MAX_PAX_BYTES, paddingOf } from "./_limits.ts";
@@ -24,7 +24,7 @@ interface Body {
 
 /** Reads entries from `source` into `entries`, checking paths with `paths`. */
 export class ArchiveReader {
-  #source: ByteSource;
+  #source: ByteReader;
   #paths: PathSet;
   #entries!: ReadableStreamDefaultController<TarEntry>;
   #block = new Uint8Array(BLOCK);
@@ -35,7 +35,7 @@ export class ArchiveReader {
   /** The entry stream is closed, errored or cancelled. */
   #closed = false;
 
-  constructor(source: ByteSource, paths: PathSet) {
+  constructor(source: ByteReader, paths: PathSet) {
     this.#source = source;
     this.#paths = paths;
   }
@@ -122,7 +122,7 @@ export class ArchiveReader {
   async #skip(count: number, path: string): Promise<void> {
     while (count > 0) {
       const chunk = await this.#source.read(Math.min(count, MAX_CHUNK));
-      if (chunk === undefined) throw readError("truncated", "archive ends inside a body", { offset: this.#offset, path });
+      if (chunk === null) throw readError("truncated", "archive ends inside a body", { offset: this.#offset, path });
       count -= chunk.length;
       this.#offset += chunk.length;
     }
@@ -135,7 +135,7 @@ export class ArchiveReader {
       try {
         if (body.remaining > 0) {
           const chunk = await this.#source.read(Math.min(body.remaining, MAX_CHUNK));
-          if (chunk === undefined) {
+          if (chunk === null) {
             throw readError("truncated", "archive ends inside a body", { offset: this.#offset, path: body.path });
           }
           body.remaining -= chunk.length;
@@ -255,7 +255,7 @@ export class ArchiveReader {
     }
     for (;;) {
       const chunk = await this.#source.read(MAX_CHUNK);
-      if (chunk === undefined) break;
+      if (chunk === null) break;
       const bad = chunk.findIndex((byte) => byte !== 0);
       if (bad !== -1) {
         throw readError("trailing_data", "non-zero byte after end of archive", { offset: this.#offset + bad });

@@ -1,6 +1,7 @@
 // The path rules the reader enforces and the writer applies to its caller's entries.
 import type { TarErrorCode } from "./error.ts";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES } from "./_limits.ts";
+import { utf8ByteLength } from "../streams/utf8.ts";
 
 /** Unicode category Cc: U+0000–U+001F and U+007F–U+009F. */
 const CONTROL = /\p{Cc}/u;
@@ -9,21 +10,6 @@ const CONTROL = /\p{Cc}/u;
 export interface PathProblem {
   readonly code: Extract<TarErrorCode, "path_invalid" | "path_length">;
   readonly reason: string;
-}
-
-/** Number of UTF-8 bytes of a well-formed string. */
-export function utf8Length(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit < 0x80) bytes += 1;
-    else if (unit < 0x800) bytes += 2;
-    else if (unit >= 0xd800 && unit <= 0xdbff) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
 }
 
 /**
@@ -40,7 +26,7 @@ export function checkPath(path: string, type: "file" | "directory"): string | Pa
   }
   if (bare === "") return { code: "path_invalid", reason: "empty path" };
   if (!bare.isWellFormed()) return { code: "path_invalid", reason: "path is not well-formed Unicode" };
-  if (utf8Length(bare) > MAX_PATH_BYTES) {
+  if (utf8ByteLength(bare) > MAX_PATH_BYTES) {
     return { code: "path_length", reason: `path longer than ${MAX_PATH_BYTES} bytes` };
   }
   if (bare.includes("\0")) return { code: "path_invalid", reason: "NUL in path" };
@@ -52,7 +38,7 @@ export function checkPath(path: string, type: "file" | "directory"): string | Pa
     if (segment === "." || segment === "..") {
       return { code: "path_invalid", reason: `'${segment}' path segment` };
     }
-    if (segment.length > MAX_SEGMENT_BYTES / 3 && utf8Length(segment) > MAX_SEGMENT_BYTES) {
+    if (segment.length > MAX_SEGMENT_BYTES / 3 && utf8ByteLength(segment) > MAX_SEGMENT_BYTES) {
       return { code: "path_length", reason: `path segment longer than ${MAX_SEGMENT_BYTES} bytes` };
     }
   }

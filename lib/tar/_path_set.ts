@@ -6,7 +6,7 @@ import { open, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { readError } from "./_fail.ts";
 import { arraySource, compareRecords, keyOfPath, mergeSources, SortedChecker } from "./_merge.ts";
-import { utf8Length } from "./_path.ts";
+import { utf8ByteLength } from "../streams/utf8.ts";
 import { type PathRecord, type RecordSource, RunReader, writeRecords } from "./_spill_run.ts";
 import { TarError } from "./error.ts";
 import { quotePath } from "./quote_path.ts";
@@ -77,7 +77,7 @@ export class PathSet {
         child = { type: undefined, path: "", offset, children: undefined };
         (node.children ??= new Map()).set(segments[i], child);
         this.#count++;
-        this.#bytes += utf8Length(segments[i]);
+        this.#bytes += utf8ByteLength(segments[i]);
       } else if (child.type === "file") {
         throw readError("path_conflict", `ancestor ${quotePath(segments.slice(0, i + 1).join("/"))} is a file`, at);
       }
@@ -99,7 +99,7 @@ export class PathSet {
     } else {
       throw readError("path_conflict", "path is both a file and a directory", at);
     }
-    this.#bytes += utf8Length(path);
+    this.#bytes += utf8ByteLength(path);
     if (this.#count <= this.#options.maxInMemoryPaths && this.#bytes <= this.#options.maxInMemoryPathBytes) return;
     if (this.#options.spillDirectory === undefined) {
       throw readError(

@@ -1,7 +1,7 @@
 import { isAbsolute } from "node:path";
 import { z } from "zod";
 import { ArchiveReader } from "./_archive_reader.ts";
-import { ByteSource } from "./_byte_source.ts";
+import { ByteReader } from "../streams/byte_reader.ts";
 import { readError } from "./_fail.ts";
 import { PathSet } from "./_path_set.ts";
 import type { TarEntry } from "./entry.ts";
@@ -101,7 +101,7 @@ export function readTar(source: ReadableStream<Uint8Array>, options: ReadTarOpti
     maxInMemoryPaths: parsed.data.maxInMemoryPaths ?? 65_536,
     maxInMemoryPathBytes: parsed.data.maxInMemoryPathBytes ?? 8 * 1024 * 1024,
   });
-  const reader = new ArchiveReader(new ByteSource(source), paths);
+  const reader = new ArchiveReader(new ByteReader(source), paths);
   return new ReadableStream<TarEntry>({
     start: (controller) => reader.attach(controller),
     pull: () => reader.pull(),

@@ -27,7 +27,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { concatBytes } from "../../lib/engine/http/_bytes.ts";
+import { concatBytes } from "../../lib/streams/concat_bytes.ts";
 
 /**
  * What happens to a matched request and its reply:

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { MAX_API_VERSION } from "../../lib/engine/api_version.ts";
-import { DockerEngineTransportError } from "../../lib/engine/http/errors.ts";
+import { DockerEngineTransportError } from "../../lib/engine/errors.ts";
 import { writeTar } from "../../lib/tar/write_tar.ts";
 import { busyboxImage, engineTest } from "./_engine.ts";
 

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { concatBytes } from "../../lib/engine/http/_bytes.ts";
+import { concatBytes } from "../../lib/streams/concat_bytes.ts";
 
 /** A request the fake engine read: its head (text, without the blank line) and body. */
 export interface FakeRequest {

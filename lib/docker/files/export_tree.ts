@@ -14,19 +14,19 @@ import {
   SandboxStateError,
   SandboxUnsupportedError,
 } from "../../sandbox/errors.ts";
-import { utf8ByteLength } from "../../sandbox/_path_defects.ts";
+import { passThrough } from "../../streams/pass_through.ts";
+import { utf8ByteLength } from "../../streams/utf8.ts";
 import type { SandboxExportEntry, SandboxExportSelection } from "../../sandbox/transfer.ts";
 import type { NormalizedTransferOptions } from "../../sandbox/_transfer_input.ts";
 import type { DockerEngine } from "../../engine/client.ts";
-import { DockerEngineError } from "../../engine/errors.ts";
-import { DockerEngineTransportError } from "../../engine/http/errors.ts";
+import { DockerEngineError, DockerEngineTransportError } from "../../engine/errors.ts";
 import type { TarEntry } from "../../tar/entry.ts";
 import { TarError } from "../../tar/error.ts";
 import { quotePath } from "../../tar/quote_path.ts";
 import { readTar } from "../../tar/read_tar.ts";
 import { WORKSPACE_PATH } from "../workload.ts";
 import { asSandboxError } from "../_engine_errors.ts";
-import { type ContainerPathKind, containerPathKind, getContainerArchive, statContainerPath } from "./_container_archive.ts";
+import { type ContainerPathKind, containerPathKind, getContainerArchive, statContainerPath } from "../../engine/container_archive.ts";
 import { exportTarError } from "./_tar_errors.ts";
 import type { TransferGuard } from "./_transfer_guard.ts";
 import { reasonOf } from "../../sandbox/_reason.ts";
@@ -283,29 +283,16 @@ function exportStream(
 
 /** One entry's body: counts moved bytes; reports the export's failure as its error. */
 function exportBody(body: ReadableStream<Uint8Array>, guard: TransferGuard, path: string, target: Target): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) {
-          controller.close();
-          return;
-        }
-        guard.moved(value.length);
-        controller.enqueue(value);
-      } catch (error) {
-        const failure = bodyError(error, guard, path, target);
-        // A failure of the whole export (a throwing onProgress, say) ends the entry stream
-        // and the Engine exchange too, not only this body.
-        if (failure === guard.failure) guard.fail(failure);
-        controller.error(failure);
-      }
+  return passThrough(body, {
+    onChunk: (chunk) => guard.moved(chunk.length),
+    mapError: (error) => {
+      const failure = bodyError(error, guard, path, target);
+      // A failure of the whole export (a throwing onProgress, say) ends the entry stream
+      // and the Engine exchange too, not only this body.
+      if (failure === guard.failure) guard.fail(failure);
+      return failure;
     },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
+  });
 }
 
 function bodyError(error: unknown, guard: TransferGuard, path: string, target: Target): SandboxError {

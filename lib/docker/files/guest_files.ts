@@ -25,7 +25,7 @@ import { FIXED_GUEST_ENV } from "../../sandbox/process.ts";
 import type { SandboxTransferReceipt } from "../../sandbox/transfer.ts";
 import { WORKSPACE_PATH } from "../workload.ts";
 import { type DockerProcess, type ProcessHost, startGuestProcess } from "../process.ts";
-import { concatBytes } from "../../engine/http/_bytes.ts";
+import { concatBytes } from "../../streams/concat_bytes.ts";
 import { asSandboxError } from "../_engine_errors.ts";
 import { TransferGuard } from "./_transfer_guard.ts";
 

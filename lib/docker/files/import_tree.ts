@@ -19,13 +19,13 @@ import {
 } from "../../sandbox/transfer.ts";
 import { normalizeTransferOptions, parseImportEntry } from "../../sandbox/_transfer_input.ts";
 import type { DockerEngine } from "../../engine/client.ts";
-import { DockerEngineError } from "../../engine/errors.ts";
-import { DockerEngineTransportError } from "../../engine/http/errors.ts";
+import { DockerEngineError, DockerEngineTransportError } from "../../engine/errors.ts";
 import { TarError } from "../../tar/error.ts";
+import { passThrough } from "../../streams/pass_through.ts";
 import { type TarWriterEntry, writeTar } from "../../tar/write_tar.ts";
 import { WORK_PATH } from "../workload.ts";
 import { asSandboxError } from "../_engine_errors.ts";
-import { putContainerArchive } from "./_container_archive.ts";
+import { putContainerArchive } from "../../engine/container_archive.ts";
 import { adoptPool, ReadBufferPool } from "./_read_buffers.ts";
 import { importTarError } from "./_tar_errors.ts";
 import { TransferGuard } from "./_transfer_guard.ts";
@@ -196,31 +196,15 @@ function counted(
   pool: ReadBufferPool,
 ): ReadableStream<Uint8Array> {
   adoptPool(body, pool);
-  const reader = body.getReader();
   let left = size;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) {
-        controller.close();
-        return;
-      }
+  return passThrough(body, {
+    onChunk: (chunk) => {
       // A chunk past the declared size is not counted: the writer rejects it unsent.
-      if (value instanceof Uint8Array && value.length <= left) {
-        try {
-          guard.moved(value.length);
-        } catch (error) {
-          await reader.cancel(error).catch(() => {});
-          throw error;
-        }
-        // Counted once it is certain to be handed on.
-        left -= value.length;
-        sent.bytesSent += value.length;
-      }
-      controller.enqueue(value);
+      if (!(chunk instanceof Uint8Array) || chunk.length > left) return;
+      guard.moved(chunk.length);
+      // Counted once it is certain to be handed on.
+      left -= chunk.length;
+      sent.bytesSent += chunk.length;
     },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 });
+  });
 }

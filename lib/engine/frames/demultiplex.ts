@@ -9,14 +9,7 @@
  *
  * @module
  */
-import {
-  SandboxAbandonedOutputError,
-  SandboxConfigurationError,
-  SandboxEngineError,
-  SandboxError,
-  SandboxFramingError,
-  SandboxOutputLimitError,
-} from "../../sandbox/errors.ts";
+import { DockerEngineOutputError } from "../errors.ts";
 
 /**
  * Size of a frame header, in bytes (Docker Engine API attach stream).
@@ -78,14 +71,16 @@ export interface DemultiplexOptions {
   readonly maxFrameBytes?: number;
   /**
    * Called exactly once, synchronously, on the first fault; never on a clean end. The caller
-   * stops the sandbox here. Must not throw (an exception it throws is ignored).
+   * stops the sandbox here, and says what the fault is in its own terms: what it returns is
+   * the error stdout, stderr and `done` fail with (`undefined` keeps `error`). Must not throw
+   * (an exception it throws is ignored, and `error` is used).
    *
-   * @param error A `SandboxOutputLimitError` (overflow), `SandboxFramingError` (malformed
-   *   frames or an end inside a frame), `SandboxAbandonedOutputError` (a consumer cancelled
-   *   stdout or stderr before the end) or `SandboxEngineError` (the source failed; `cause`
-   *   is its error).
+   * @param error A {@linkcode DockerEngineOutputError}: `output_limit` (overflow), `framing`
+   *   (malformed frames or an end inside a frame), `abandoned` (a consumer cancelled stdout or
+   *   stderr before the end) or `source_failed` (the source failed; `cause` is its error).
+   * @returns The error the outputs fail with, or `undefined` for `error` itself.
    */
-  readonly onFault: (error: SandboxError) => void;
+  readonly onFault: (error: DockerEngineOutputError) => unknown;
 }
 
 /**
@@ -109,8 +104,9 @@ export interface DemultiplexedOutput {
   readonly stderr: ReadableStream<Uint8Array>;
   /**
    * Resolves when the source ended cleanly at a frame boundary (both streams are then closed,
-   * though unread bytes may remain in them); rejects with the fault otherwise. Already marked
-   * handled, so leaving it unawaited raises no unhandled rejection.
+   * though unread bytes may remain in them); rejects with the fault (as `onFault` returned
+   * it) otherwise. Already marked handled, so leaving it unawaited raises no unhandled
+   * rejection.
    */
   readonly done: Promise<void>;
 }
@@ -125,9 +121,7 @@ function checkedInteger(value: unknown, minimum: number, maximum: number, field:
   if (
     typeof value !== "number" || !Number.isInteger(value) || value < minimum || value > maximum
   ) {
-    throw new SandboxConfigurationError(
-      `${ACTION}: options.${field} must be an integer from ${minimum} to ${maximum} bytes`,
-    );
+    throw new TypeError(`${ACTION}: options.${field} must be an integer from ${minimum} to ${maximum} bytes`);
   }
   return value;
 }
@@ -139,30 +133,32 @@ function checkedInteger(value: unknown, minimum: number, maximum: number, field:
  * share one connection, so waiting for a slow stdout reader would also stall stderr. Memory
  * stays bounded regardless of what the peer sends:
  * - unread output (both streams together, measured by their byte-length queues) never exceeds
- *   `maxBufferedOutputBytes`; a piece that would exceed it faults with
- *   `SandboxOutputLimitError` instead of being kept;
- * - payloads are forwarded piecewise as they arrive (a piece that is at least half of its
- *   source chunk as a view of it, a smaller one copied, so retained memory stays within twice
- *   the counted bytes), and no buffer is ever allocated from a declared frame length;
+ *   `maxBufferedOutputBytes`; a piece that would exceed it faults with `output_limit`
+ *   instead of being kept;
+ * - payloads are forwarded piecewise as they arrive, and no buffer is ever allocated from a
+ *   declared frame length. The pieces one stream gets from a source chunk are views of it
+ *   (no copy) when together they are at least half of the chunk's buffer, else copies: the
+ *   pieces of one chunk sit side by side in their stream's queue, so the chunks a stream's
+ *   unread views keep alive take at most twice its unread bytes, plus the one chunk its
+ *   reader is partway through. Source chunks must not be reused by their producer;
  * - besides the output queues, at most a partial 8-byte header and the source chunk being
  *   split are held.
  *
- * A fault errors both streams with the error (dropping unread output), cancels the source,
- * calls `onFault` once and rejects `done`. Faults: overflow (`SandboxOutputLimitError`); a
- * stream type other than 1 or 2 (including stdin's 0 and the Engine's "systemerr" 3), nonzero
- * reserved bytes, a declared length above `maxFrameBytes`, a non-`Uint8Array` chunk, or an end
- * inside a header or payload (`SandboxFramingError`); a consumer cancelling stdout or stderr
- * before the clean end (`SandboxAbandonedOutputError`: unread output cannot be dropped
- * silently, so the caller stops the sandbox); the source erroring (its own error when it is a `SandboxError`, else `SandboxEngineError`).
- * Zero-length frames are accepted and produce no chunk. After a clean end, cancelling a stream
- * only discards its unread bytes.
+ * A fault calls `onFault` once with a {@linkcode DockerEngineOutputError}, errors both streams
+ * with what it returned (dropping unread output), cancels the source and rejects `done`.
+ * Faults: overflow (`output_limit`); a stream type other than 1 or 2 (including stdin's 0 and
+ * the Engine's "systemerr" 3), nonzero reserved bytes, a declared length above
+ * `maxFrameBytes`, a non-`Uint8Array` chunk, or an end inside a header or payload
+ * (`framing`); a consumer cancelling stdout or stderr before the clean end (`abandoned`:
+ * unread output cannot be dropped silently, so the caller stops the sandbox); the source
+ * erroring (`source_failed`, its error as `cause`). Zero-length frames are accepted and
+ * produce no chunk. After a clean end, cancelling a stream only discards its unread bytes.
  *
  * @param source The attach stream's output side; `demultiplex` locks it and owns it from now.
  * @param options The output bound, the frame bound and the fault callback.
  * @returns The two output streams and `done`.
- * @throws {SandboxConfigurationError} When `maxBufferedOutputBytes` or `maxFrameBytes` is out
- *   of range or `onFault` is not a function.
- * @throws {TypeError} When `source` is already locked.
+ * @throws {TypeError} When `maxBufferedOutputBytes` or `maxFrameBytes` is out of range,
+ *   `onFault` is not a function, or `source` is already locked.
  *
  * @example
  * ```ts
@@ -207,13 +203,13 @@ export function demultiplex(
   );
   const onFault = options.onFault;
   if (typeof onFault !== "function") {
-    throw new SandboxConfigurationError(`${ACTION}: options.onFault must be a function`);
+    throw new TypeError(`${ACTION}: options.onFault must be a function`);
   }
   const reader = source.getReader();
 
   let state: "running" | "ended" | "faulted" = "running";
   let resolveDone!: () => void;
-  let rejectDone!: (error: SandboxError) => void;
+  let rejectDone!: (error: unknown) => void;
   const done = new Promise<void>((resolve, reject) => {
     resolveDone = resolve;
     rejectDone = reject;
@@ -226,23 +222,25 @@ export function demultiplex(
   let payloadRemaining = 0;
   let target: Channel | undefined;
 
-  function fault(error: SandboxError): void {
+  function fault(code: DockerEngineOutputError["code"], message: string, cause?: unknown): void {
     if (state !== "running") return;
     state = "faulted";
+    const error = new DockerEngineOutputError(code, `${ACTION}: ${message}`, cause === undefined ? undefined : { cause });
+    let failure: unknown = error;
+    try {
+      failure = onFault(error) ?? error;
+    } catch {
+      // Documented: onFault must not throw; its exception cannot change the outcome.
+    }
     for (const channel of [stdout, stderr]) {
       try {
-        channel.controller.error(error);
+        channel.controller.error(failure);
       } catch {
         // Already closed by the consumer's cancel.
       }
     }
-    reader.cancel(error).catch(() => {});
-    try {
-      onFault(error);
-    } catch {
-      // Documented: onFault must not throw; its exception cannot change the outcome.
-    }
-    rejectDone(error);
+    reader.cancel(failure).catch(() => {});
+    rejectDone(failure);
   }
 
   function channel(name: "stdout" | "stderr"): Channel {
@@ -252,12 +250,7 @@ export function demultiplex(
         controller = c;
       },
       cancel(reason) {
-        fault(
-          new SandboxAbandonedOutputError(
-            `${ACTION}: the ${name} reader was cancelled before the output ended`,
-            { cause: reason },
-          ),
-        );
+        fault("abandoned", `the ${name} reader was cancelled before the output ended`, reason);
       },
     }, new ByteLengthQueuingStrategy({ highWaterMark: limit }));
     return { name, stream, controller };
@@ -270,89 +263,92 @@ export function demultiplex(
     return limit - (channel.controller.desiredSize ?? limit);
   }
 
-  function openFrame(): SandboxError | undefined {
+  /** Opens the frame of the header just read; the reason it is malformed, if it is. */
+  function openFrame(): string | undefined {
     const type = header[0];
-    if (header[1] !== 0 || header[2] !== 0 || header[3] !== 0) {
-      return new SandboxFramingError(`${ACTION}: a frame header has nonzero reserved bytes`);
-    }
+    if (header[1] !== 0 || header[2] !== 0 || header[3] !== 0) return "a frame header has nonzero reserved bytes";
     if (type !== STDOUT && type !== STDERR) {
-      return new SandboxFramingError(
-        `${ACTION}: a frame header names stream type ${type} (expected 1 stdout or 2 stderr)`,
-      );
+      return `a frame header names stream type ${type} (expected 1 stdout or 2 stderr)`;
     }
     const size = headerView.getUint32(4);
-    if (size > maxFrameBytes) {
-      return new SandboxFramingError(
-        `${ACTION}: a frame declares ${size} bytes, above the ${maxFrameBytes}-byte frame limit`,
-      );
-    }
+    if (size > maxFrameBytes) return `a frame declares ${size} bytes, above the ${maxFrameBytes}-byte frame limit`;
     target = type === STDOUT ? stdout : stderr;
     payloadRemaining = size;
     return undefined;
   }
 
-  /** Splits one source chunk; returns `false` once faulted. */
+  // The payload pieces of the chunk being split: where each starts, its length, its stream.
+  const pieceStarts: number[] = [];
+  const pieceLengths: number[] = [];
+  const pieceChannels: Channel[] = [];
+
+  /**
+   * Splits one source chunk; returns `false` once faulted. First the chunk's frame headers
+   * are read to find its payload pieces, then the pieces are handed on: as views of the
+   * chunk (no copy) for a stream that gets at least half of the chunk's memory, else as
+   * copies, so a few unread bytes never pin a whole chunk.
+   */
   function consume(chunk: unknown): boolean {
     if (!(chunk instanceof Uint8Array)) {
-      fault(new SandboxFramingError(`${ACTION}: the source produced a chunk that is not bytes`));
+      fault("framing", "the source produced a chunk that is not bytes");
       return false;
     }
     let offset = 0;
+    let pieces = 0;
+    let stdoutBytes = 0;
+    let stderrBytes = 0;
+    let malformed: string | undefined;
     const end = chunk.byteLength;
     while (offset < end) {
       if (payloadRemaining === 0) {
-        const take = Math.min(FRAME_HEADER_BYTES - headerFilled, end - offset);
-        header.set(chunk.subarray(offset, offset + take), headerFilled);
-        headerFilled += take;
-        offset += take;
+        while (headerFilled < FRAME_HEADER_BYTES && offset < end) header[headerFilled++] = chunk[offset++];
         if (headerFilled < FRAME_HEADER_BYTES) break;
         headerFilled = 0;
-        const error = openFrame();
-        if (error !== undefined) {
-          fault(error);
-          return false;
-        }
+        malformed = openFrame();
+        if (malformed !== undefined) break;
         continue;
       }
       const take = Math.min(payloadRemaining, end - offset);
-      const channel = target!;
+      pieceStarts[pieces] = offset;
+      pieceLengths[pieces] = take;
+      pieceChannels[pieces] = target!;
+      pieces += 1;
+      if (target === stdout) stdoutBytes += take;
+      else stderrBytes += take;
+      offset += take;
+      payloadRemaining -= take;
+    }
+    // What a view keeps alive is the chunk's whole buffer, not just the chunk.
+    const retained = chunk.buffer.byteLength;
+    for (let index = 0; index < pieces; index += 1) {
+      const start = pieceStarts[index];
+      const take = pieceLengths[index];
+      const channel = pieceChannels[index];
       if (unread(stdout) + unread(stderr) + take > limit) {
         fault(
-          new SandboxOutputLimitError(
-            `${ACTION}: unread stdout and stderr would exceed ${limit} bytes (maxBufferedOutputBytes): ` +
-              "read both streams as the output arrives (Promise.all over stdout and stderr), or raise maxBufferedOutputBytes (up to 1 GiB)",
-          ),
+          "output_limit",
+          `unread stdout and stderr would exceed ${limit} bytes (maxBufferedOutputBytes): ` +
+            "read both streams as the output arrives (Promise.all over stdout and stderr), or raise maxBufferedOutputBytes (up to 1 GiB)",
         );
         return false;
       }
-      // A piece that is most of its chunk is handed on as a view (no copy); a small piece is
-      // copied so it never pins a large socket chunk. Retained memory thus stays within
-      // twice the counted staging bytes.
-      channel.controller.enqueue(
-        take * 2 >= end ? chunk.subarray(offset, offset + take) : chunk.slice(offset, offset + take),
-      );
-      offset += take;
-      payloadRemaining -= take;
+      const views = (channel === stdout ? stdoutBytes : stderrBytes) * 2 >= retained;
+      channel.controller.enqueue(views ? chunk.subarray(start, start + take) : chunk.slice(start, start + take));
+    }
+    if (malformed !== undefined) {
+      fault("framing", malformed);
+      return false;
     }
     return true;
   }
 
   function end(): void {
     if (headerFilled !== 0) {
-      fault(
-        new SandboxFramingError(
-          `${ACTION}: the stream ended inside a frame header (${headerFilled} of ` +
-            `${FRAME_HEADER_BYTES} bytes)`,
-        ),
-      );
+      fault("framing", `the stream ended inside a frame header (${headerFilled} of ${FRAME_HEADER_BYTES} bytes)`);
       return;
     }
     if (payloadRemaining !== 0) {
-      fault(
-        new SandboxFramingError(
-          `${ACTION}: the stream ended inside a frame payload (${payloadRemaining} bytes missing)`,
-        ),
-      );
+      fault("framing", `the stream ended inside a frame payload (${payloadRemaining} bytes missing)`);
       return;
     }
     state = "ended";
@@ -368,9 +364,7 @@ export function demultiplex(
       try {
         result = await reader.read();
       } catch (cause) {
-        // A source that fails with a sandbox error (say, the sandbox's stop cause) reports
-        // that error itself; anything else is an Engine failure.
-        fault(cause instanceof SandboxError ? cause : new SandboxEngineError(`${ACTION}: the attach stream failed`, { cause }));
+        fault("source_failed", "the attach stream failed", cause);
         return;
       }
       if (state !== "running") return;
@@ -382,7 +376,7 @@ export function demultiplex(
     }
   }
   pump().catch((cause: unknown) => {
-    fault(new SandboxEngineError(`${ACTION}: demultiplexing failed unexpectedly`, { cause }));
+    fault("source_failed", "demultiplexing failed unexpectedly", cause);
   });
 
   return { stdout: stdout.stream, stderr: stderr.stream, done };

@@ -3,10 +3,10 @@
  *
  * @module
  */
-import type { ByteReader } from "./_byte_reader.ts";
+import type { ByteReader } from "../../streams/byte_reader.ts";
 import { ChunkedDecoder } from "./_chunked.ts";
 import type { BodyFraming } from "./_framing.ts";
-import { DockerEngineTransportError } from "./errors.ts";
+import { DockerEngineTransportError } from "../errors.ts";
 
 /** Delivers a body's decoded bytes piece by piece. */
 export interface BodyDecoder {

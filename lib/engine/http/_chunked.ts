@@ -6,9 +6,10 @@
  * @module
  */
 import type { BodyDecoder } from "./_body_decoder.ts";
-import type { ByteReader } from "./_byte_reader.ts";
+import type { ByteReader } from "../../streams/byte_reader.ts";
 import { latin1, parseFieldLine } from "./_head.ts";
-import { DockerEngineTransportError } from "./errors.ts";
+import { readLine } from "./_line.ts";
+import { DockerEngineTransportError } from "../errors.ts";
 import { MAX_CHUNK_SIZE_LINE_BYTES, MAX_TRAILER_BYTES } from "./limits.ts";
 
 /** `chunk-size [ ; chunk-ext ]`: hex digits, then optional extensions we ignore. */
@@ -60,7 +61,7 @@ export class ChunkedDecoder implements BodyDecoder {
   }
 
   async #readSize(): Promise<number> {
-    const line = await this.#reader.readLine(MAX_CHUNK_SIZE_LINE_BYTES, "chunk-size line");
+    const line = await readLine(this.#reader, MAX_CHUNK_SIZE_LINE_BYTES, "chunk-size line");
     if (line === null) throw invalid("the connection ended before the last chunk");
     const text = latin1(line);
     const match = CHUNK_SIZE_LINE.exec(text);
@@ -84,7 +85,7 @@ export class ChunkedDecoder implements BodyDecoder {
   async #readTrailers(): Promise<void> {
     let budget = MAX_TRAILER_BYTES;
     for (;;) {
-      const line = await this.#reader.readLine(budget, "trailer section", MAX_TRAILER_BYTES);
+      const line = await readLine(this.#reader, budget, "trailer section", MAX_TRAILER_BYTES);
       if (line === null) throw invalid("the connection ended inside the trailer section");
       budget -= line.byteLength + 2;
       if (line.byteLength === 0) return;

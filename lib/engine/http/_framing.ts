@@ -5,7 +5,7 @@
  * @module
  */
 import type { ResponseHead } from "./_head.ts";
-import { DockerEngineTransportError } from "./errors.ts";
+import { DockerEngineTransportError } from "../errors.ts";
 
 /** Where a response body ends. */
 export type BodyFraming =

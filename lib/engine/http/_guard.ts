@@ -5,7 +5,7 @@
  * @module
  */
 import type { SocketConnection } from "../socket/types.ts";
-import { DockerEngineTransportError } from "./errors.ts";
+import { DockerEngineTransportError } from "../errors.ts";
 import { reasonOf } from "../../sandbox/_reason.ts";
 
 /** Names of the deadlines an exchange runs. */

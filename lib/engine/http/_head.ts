@@ -13,8 +13,9 @@
  *
  * @module
  */
-import type { ByteReader } from "./_byte_reader.ts";
-import { DockerEngineTransportError } from "./errors.ts";
+import type { ByteReader } from "../../streams/byte_reader.ts";
+import { DockerEngineTransportError } from "../errors.ts";
+import { readLine } from "./_line.ts";
 
 /** A parsed response head. */
 export interface ResponseHead {
@@ -76,7 +77,7 @@ export async function readResponseHead(
 ): Promise<ResponseHead> {
   const what = "response head";
   let left = budget;
-  const statusLine = await reader.readLine(left, what, limit);
+  const statusLine = await readLine(reader, left, what, limit);
   if (statusLine === null) {
     throw new DockerEngineTransportError(
       "connection",
@@ -88,7 +89,7 @@ export async function readResponseHead(
   if (match === null) throw invalid("response head: the status line is not `HTTP/1.1 NNN reason`");
   const headers = new Headers();
   for (;;) {
-    const line = await reader.readLine(left, what, limit);
+    const line = await readLine(reader, left, what, limit);
     if (line === null) throw invalid("response head: the connection ended before its blank line");
     left -= line.byteLength + 2;
     if (line.byteLength === 0) break;

@@ -5,7 +5,8 @@
  * @module
  */
 import type { SocketConnection } from "../socket/types.ts";
-import { ByteReader } from "./_byte_reader.ts";
+import { ByteReader } from "../../streams/byte_reader.ts";
+import { raceDeadline } from "../../streams/deadline.ts";
 import type { ExchangeGuard } from "./_guard.ts";
 import { readResponseHead, type ResponseHead } from "./_head.ts";
 import type { ParsedRequest } from "./_options.ts";
@@ -28,18 +29,11 @@ export interface OpenedExchange {
  * not honour it; a connection that arrives after that is aborted.
  */
 function connect(request: ParsedRequest, signal: AbortSignal): Promise<SocketConnection> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    request.connector(request.socketPath, { signal }).then((connection) => {
-      signal.removeEventListener("abort", onAbort);
-      if (signal.aborted) connection.abort(signal.reason);
-      else resolve(connection);
-    }, (error: unknown) => {
-      signal.removeEventListener("abort", onAbort);
-      reject(error);
-    });
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return raceDeadline(request.connector(request.socketPath, { signal }), {
+    signal,
+    onAbort: (reason) => reason,
+    onLate: (connection) => connection.abort(signal.reason),
   });
 }
 

@@ -12,13 +12,8 @@ import {
   DEFAULT_HEADER_TIMEOUT_MS,
   MAX_CHUNK_BYTES,
 } from "./limits.ts";
-import {
-  byteLimitSchema,
-  engineTargetSchema,
-  parseInput,
-  socketPathSchema,
-  timerMsSchema,
-} from "./validate.ts";
+import { byteLimitSchema, parseInput, socketPathSchema, timerMsSchema } from "../input.ts";
+import { engineTargetSchema } from "./validate.ts";
 
 const ENGINE_METHODS: readonly [EngineMethod, ...EngineMethod[]] = [
   "GET",

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { concatBytes } from "./_bytes.ts";
+import { concatBytes } from "../../streams/concat_bytes.ts";
 import type { ExchangeGuard } from "./_guard.ts";
-import { DockerEngineTransportError } from "./errors.ts";
+import { DockerEngineTransportError } from "../errors.ts";
 import { MAX_CHUNK_BYTES } from "./limits.ts";
 import { reasonOf } from "../../sandbox/_reason.ts";
 

@@ -10,7 +10,7 @@
 import type { BodyDecoder } from "./_body_decoder.ts";
 import type { ExchangeGuard } from "./_guard.ts";
 import type { OpenedExchange } from "./_open.ts";
-import { DockerEngineTransportError } from "./errors.ts";
+import { DockerEngineTransportError } from "../errors.ts";
 
 /** Bounds of one response body. */
 export interface ResponseBodyLimits {

@@ -10,7 +10,7 @@ import { ExchangeGuard } from "./_guard.ts";
 import { openExchange } from "./_open.ts";
 import { parseRequest } from "./_options.ts";
 import { ResponseBody } from "./_response_body.ts";
-import { DockerEngineTransportError } from "./errors.ts";
+import { DockerEngineTransportError } from "../errors.ts";
 import { MAX_RESPONSE_HEAD_BYTES } from "./limits.ts";
 
 /** An HTTP method the Engine API uses. */

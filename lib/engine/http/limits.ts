@@ -30,8 +30,7 @@ export const MAX_TARGET_LENGTH = 16_384;
 /** Most body bytes of a refused upgrade kept on the error, in bytes: 4 KiB. */
 export const MAX_REFUSAL_BODY_BYTES = 4_096;
 
-/** Largest delay a single runtime timer supports, in milliseconds: 2^31 − 1. */
-export const MAX_TIMER_MS = 2_147_483_647;
+export { MAX_TIMER_MS } from "../input.ts";
 
 /** Default time allowed for connecting to the Engine socket, in milliseconds: 10 s. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;

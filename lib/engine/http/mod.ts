@@ -26,7 +26,7 @@ export {
   DockerEngineTransportError,
   type DockerEngineTransportErrorCode,
   type DockerEngineTransportErrorOptions,
-} from "./errors.ts";
+} from "../errors.ts";
 export {
   type EngineExchangeOptions,
   type EngineMethod,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { concatBytes } from "./_bytes.ts";
+import { concatBytes } from "../../streams/concat_bytes.ts";
 import { type EngineExchangeOptions, exchange } from "./exchange.ts";
 import { validateEngineRequest } from "./validate.ts";
 

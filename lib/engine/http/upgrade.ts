@@ -11,7 +11,7 @@ import { responseFraming } from "./_framing.ts";
 import { ExchangeGuard } from "./_guard.ts";
 import { type OpenedExchange, openExchange } from "./_open.ts";
 import { type ParsedRequest, parseRequest } from "./_options.ts";
-import { DockerEngineTransportError } from "./errors.ts";
+import { DockerEngineTransportError } from "../errors.ts";
 import type { EngineExchangeOptions } from "./exchange.ts";
 import { MAX_REFUSAL_BODY_BYTES, MAX_UPGRADE_HEAD_BYTES } from "./limits.ts";
 

@@ -5,8 +5,9 @@
  * @module
  */
 import { z } from "zod";
-import { DockerEngineTransportError } from "../http/errors.ts";
-import { parseInput, socketPathSchema, timerMsSchema } from "../http/validate.ts";
+import { DockerEngineTransportError } from "../errors.ts";
+import { parseInput, socketPathSchema, timerMsSchema } from "../input.ts";
+import { raceDeadline } from "../../streams/deadline.ts";
 import { describeSocketError } from "./raw_socket.ts";
 import type { ConnectOptions } from "./types.ts";
 
@@ -39,51 +40,19 @@ export function connectWithin<T>(
     return Promise.reject(error);
   }
   const { signal, timeoutMs } = options;
-  const aborted = () =>
-    new DockerEngineTransportError(
-      "aborted",
-      `Cannot connect to ${path}: the signal was aborted`,
-      { cause: signal?.reason },
+  // An already aborted signal ends the race at once; it never opens a connection then.
+  const connecting = Promise.resolve().then(() => signal?.aborted ? new Promise<never>(() => {}) : open()).catch((error: unknown) => {
+    throw new DockerEngineTransportError(
+      "connection",
+      `Cannot connect to ${path}: ${describeSocketError(error)}`,
+      { cause: error },
     );
-  if (signal?.aborted) return Promise.reject(aborted());
-  return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const settle = () => {
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-    };
-    const onAbort = () => {
-      settle();
-      reject(aborted());
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-    if (timeoutMs !== undefined) {
-      timer = setTimeout(() => {
-        settle();
-        reject(
-          new DockerEngineTransportError(
-            "deadline",
-            `Cannot connect to ${path}: no connection within ${timeoutMs} ms`,
-          ),
-        );
-      }, timeoutMs);
-    }
-    Promise.resolve().then(open).then((value) => {
-      if (settled) return discard(value);
-      settle();
-      resolve(value);
-    }, (error: unknown) => {
-      if (settled) return;
-      settle();
-      reject(
-        new DockerEngineTransportError(
-          "connection",
-          `Cannot connect to ${path}: ${describeSocketError(error)}`,
-          { cause: error },
-        ),
-      );
-    });
+  });
+  return raceDeadline(connecting, {
+    timeoutMs,
+    signal,
+    onTimeout: () => new DockerEngineTransportError("deadline", `Cannot connect to ${path}: no connection within ${timeoutMs} ms`),
+    onAbort: (reason) => new DockerEngineTransportError("aborted", `Cannot connect to ${path}: the signal was aborted`, { cause: reason }),
+    onLate: discard,
   });
 }

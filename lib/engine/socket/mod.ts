@@ -11,4 +11,4 @@ export {
   DockerEngineTransportError,
   type DockerEngineTransportErrorCode,
   type DockerEngineTransportErrorOptions,
-} from "../http/errors.ts";
+} from "../errors.ts";

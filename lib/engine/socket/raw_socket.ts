@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { DockerEngineTransportError } from "../http/errors.ts";
+import { DockerEngineTransportError } from "../errors.ts";
 import type { SocketConnection } from "./types.ts";
 
 /**

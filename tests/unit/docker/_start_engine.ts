@@ -41,7 +41,8 @@ export async function withSpill(fn: (spill: string) => Promise<void>): Promise<v
 }
 
 /**
- * A fake engine that admits the daemon and image, then fails any other call with 500.
+ * A fake engine that admits the daemon and image and finds no volume of the sandbox's name
+ * (as a real Engine does for a fresh reservation), then fails any other call with 500.
  * `answer` may take over a request first: it returns the raw reply, or `undefined` to let
  * the default answer it.
  */
@@ -58,6 +59,9 @@ export async function admittingEngine(answer: (target: string) => string | undef
     else if (target.endsWith("/info")) await connection.write(json(info));
     else if (target.includes("/images/")) {
       await connection.write(json({ Id: image, Architecture: "amd64", Os: "linux", Config: { Env: null } }));
+    } else if (request.head.startsWith("GET ") && target.includes("/volumes/")) {
+      const body = JSON.stringify({ message: "get agentcell-volume: no such volume" });
+      await connection.write(`HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
     } else await connection.write("HTTP/1.1 500 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     await connection.end();
   });

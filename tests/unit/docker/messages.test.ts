@@ -12,7 +12,7 @@ import { asSandboxError } from "../../../lib/docker/_engine_errors.ts";
 import { exportTarError } from "../../../lib/docker/files/_tar_errors.ts";
 import { importTreeInto } from "../../../lib/docker/files/import_tree.ts";
 import { DockerEngine } from "../../../lib/engine/client.ts";
-import { DockerEngineTransportError } from "../../../lib/engine/http/errors.ts";
+import { DockerEngineTransportError } from "../../../lib/engine/errors.ts";
 import { exchange } from "../../../lib/engine/http/exchange.ts";
 import { SandboxAbortedError, SandboxEngineError, SandboxError } from "../../../lib/sandbox/errors.ts";
 import { reasonOf } from "../../../lib/sandbox/_reason.ts";

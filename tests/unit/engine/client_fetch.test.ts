@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DockerEngine } from "../../../lib/engine/client.ts";
-import { DockerEngineTransportError } from "../../../lib/engine/http/errors.ts";
+import { DockerEngineTransportError } from "../../../lib/engine/errors.ts";
 import { MAX_RESPONSE_HEAD_BYTES } from "../../../lib/engine/http/limits.ts";
 import { type FakeConnection, startFakeEngine } from "../_fake_engine.ts";
 

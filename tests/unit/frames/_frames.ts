@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { concatBytes } from "../../../lib/engine/http/_bytes.ts";
+import { concatBytes } from "../../../lib/streams/concat_bytes.ts";
 
 /**
  * Encodes one attach-stream frame.

@@ -5,14 +5,7 @@ import {
   demultiplex,
   type DemultiplexOptions,
 } from "../../../lib/engine/frames/demultiplex.ts";
-import {
-  SandboxAbandonedOutputError,
-  SandboxConfigurationError,
-  SandboxEngineError,
-  type SandboxError,
-  SandboxFramingError,
-  SandboxOutputLimitError,
-} from "../../../lib/sandbox/errors.ts";
+import { DockerEngineOutputError, type DockerEngineOutputErrorCode } from "../../../lib/engine/errors.ts";
 import {
   bytesOf,
   chunkSource,
@@ -30,13 +23,15 @@ const MIB = 1024 * 1024;
 /** Options with a recording fault callback. */
 function recording(
   overrides: Partial<DemultiplexOptions> = {},
-): { options: DemultiplexOptions; faults: SandboxError[] } {
-  const faults: SandboxError[] = [];
+): { options: DemultiplexOptions; faults: DockerEngineOutputError[] } {
+  const faults: DockerEngineOutputError[] = [];
   return {
     faults,
     options: {
       maxBufferedOutputBytes: 4 * MIB,
-      onFault: (error) => faults.push(error),
+      onFault: (error) => {
+        faults.push(error);
+      },
       ...overrides,
     },
   };
@@ -55,20 +50,16 @@ async function within<T>(promise: Promise<T>, ms = 10_000): Promise<T> {
   }
 }
 
-/** Asserts `promise` rejects with an instance of `type` carrying `code`. */
-async function rejectsWith(
-  promise: Promise<unknown>,
-  type: new (...args: never[]) => SandboxError,
-  code: string,
-): Promise<SandboxError> {
+/** Asserts `promise` rejects with a `DockerEngineOutputError` carrying `code`. */
+async function rejectsWith(promise: Promise<unknown>, code: DockerEngineOutputErrorCode): Promise<DockerEngineOutputError> {
   let caught: unknown;
   await assert.rejects(within(promise), (error) => {
     caught = error;
     return true;
   });
-  assert.ok(caught instanceof type, `expected ${type.name}, got ${String(caught)}`);
-  assert.equal((caught as SandboxError).code, code);
-  return caught as SandboxError;
+  assert.ok(caught instanceof DockerEngineOutputError, `expected DockerEngineOutputError, got ${String(caught)}`);
+  assert.equal(caught.code, code);
+  return caught;
 }
 
 test("demultiplex routes interleaved stdout and stderr frames in order", async () => {
@@ -148,10 +139,10 @@ test("demultiplex rejects a frame above maxFrameBytes before keeping payload", a
   const pending = reader.read(); // any enqueued byte would fulfil this read
   const payloadStart = new Uint8Array(1000).fill(0x61);
   source.push(concat([frame(1, payloadStart, DEFAULT_MAX_FRAME_BYTES + 1)]));
-  const error = await rejectsWith(pending, SandboxFramingError, "framing");
+  const error = await rejectsWith(pending, "framing");
   assert.match(error.message, /^Cannot demultiplex process output: .*1048577 bytes/);
-  await rejectsWith(stderr.getReader().read(), SandboxFramingError, "framing");
-  await rejectsWith(done, SandboxFramingError, "framing");
+  await rejectsWith(stderr.getReader().read(), "framing");
+  await rejectsWith(done, "framing");
   assert.equal(faults.length, 1);
   assert.equal(faults[0], error);
   assert.equal(source.cancelled.called, true);
@@ -173,9 +164,9 @@ test("demultiplex rejects stream types other than stdout and stderr", async () =
   for (const type of [0, 3, 4, 255]) {
     const { options, faults } = recording();
     const { stdout, done } = demultiplex(chunkSource([frame(type, "x")]), options);
-    const error = await rejectsWith(done, SandboxFramingError, "framing");
+    const error = await rejectsWith(done, "framing");
     assert.match(error.message, new RegExp(`stream type ${type} `));
-    await rejectsWith(stdout.getReader().read(), SandboxFramingError, "framing");
+    await rejectsWith(stdout.getReader().read(), "framing");
     assert.equal(faults.length, 1);
   }
 });
@@ -186,7 +177,7 @@ test("demultiplex rejects nonzero reserved header bytes", async () => {
     const bad = frame(1, "x");
     bad[index] = 1;
     const { done } = demultiplex(chunkSource([bad]), options);
-    const error = await rejectsWith(done, SandboxFramingError, "framing");
+    const error = await rejectsWith(done, "framing");
     assert.match(error.message, /reserved/);
     assert.equal(faults.length, 1);
   }
@@ -197,9 +188,9 @@ test("demultiplex rejects an end inside a header", async () => {
     const { options, faults } = recording();
     const input = concat([frame(1, "ok"), frame(2, "x").subarray(0, length)]);
     const { stdout, done } = demultiplex(chunkSource([input]), options);
-    const error = await rejectsWith(done, SandboxFramingError, "framing");
+    const error = await rejectsWith(done, "framing");
     assert.match(error.message, new RegExp(`inside a frame header \\(${length} of 8 bytes\\)`));
-    await rejectsWith(stdout.getReader().read(), SandboxFramingError, "framing");
+    await rejectsWith(stdout.getReader().read(), "framing");
     assert.equal(faults.length, 1);
   }
 });
@@ -208,9 +199,9 @@ test("demultiplex rejects an end inside a payload", async () => {
   const { options, faults } = recording();
   const truncated = frame(2, "abcdef").subarray(0, 8 + 2);
   const { stderr, done } = demultiplex(chunkSource([truncated]), options);
-  const error = await rejectsWith(done, SandboxFramingError, "framing");
+  const error = await rejectsWith(done, "framing");
   assert.match(error.message, /inside a frame payload \(4 bytes missing\)/);
-  await rejectsWith(stderr.getReader().read(), SandboxFramingError, "framing");
+  await rejectsWith(stderr.getReader().read(), "framing");
   assert.equal(faults.length, 1);
 });
 
@@ -246,7 +237,7 @@ test("demultiplex faults on overflow from a reader that never reads", async () =
   }, { highWaterMark: 0 });
   const { options, faults } = recording({ maxBufferedOutputBytes: limit });
   const { stdout, stderr, done } = demultiplex(source, options);
-  const error = await rejectsWith(done, SandboxOutputLimitError, "output_limit");
+  const error = await rejectsWith(done, "output_limit");
   assert.equal(
     error.message,
     "Cannot demultiplex process output: unread stdout and stderr would exceed 4194304 bytes (maxBufferedOutputBytes): " +
@@ -261,8 +252,8 @@ test("demultiplex faults on overflow from a reader that never reads", async () =
   assert.ok(pulled >= limit, `read only ${pulled} bytes before the fault`);
   await settle();
   assert.ok(pulled <= limit + chunkBytes + headers, "the source was read after the fault");
-  await rejectsWith(stdout.getReader().read(), SandboxOutputLimitError, "output_limit");
-  await rejectsWith(stderr.getReader().read(), SandboxOutputLimitError, "output_limit");
+  await rejectsWith(stdout.getReader().read(), "output_limit");
+  await rejectsWith(stderr.getReader().read(), "output_limit");
 });
 
 test("demultiplex bounds unread stdout and stderr together, to the byte", async () => {
@@ -279,11 +270,11 @@ test("demultiplex bounds unread stdout and stderr together, to the byte", async 
   await settle();
   assert.deepEqual(faults, []);
   source.push(frame(2, new Uint8Array(1))); // 101: overflow
-  const error = await rejectsWith(done, SandboxOutputLimitError, "output_limit");
+  const error = await rejectsWith(done, "output_limit");
   assert.equal(faults.length, 1);
   assert.equal(source.cancelled.reason, error);
-  await rejectsWith(out.read(), SandboxOutputLimitError, "output_limit");
-  await rejectsWith(stderr.getReader().read(), SandboxOutputLimitError, "output_limit");
+  await rejectsWith(out.read(), "output_limit");
+  await rejectsWith(stderr.getReader().read(), "output_limit");
 });
 
 test("demultiplex keeps up with consumers that read promptly", async () => {
@@ -309,14 +300,14 @@ test("demultiplex faults when a consumer cancels stdout", async () => {
   await stdout.cancel("not interested");
   assert.equal(faults.length, 1);
   const error = faults[0];
-  assert.ok(error instanceof SandboxAbandonedOutputError);
-  assert.equal(error.code, "abandoned_output");
+  assert.ok(error instanceof DockerEngineOutputError);
+  assert.equal(error.code, "abandoned");
   assert.equal(error.cause, "not interested");
   assert.match(error.message, /stdout/);
   assert.equal(source.cancelled.called, true);
   assert.equal(source.cancelled.reason, error);
-  await rejectsWith(stderr.getReader().read(), SandboxAbandonedOutputError, "abandoned_output");
-  await rejectsWith(done, SandboxAbandonedOutputError, "abandoned_output");
+  await rejectsWith(stderr.getReader().read(), "abandoned");
+  await rejectsWith(done, "abandoned");
 });
 
 test("demultiplex faults when a consumer releases and cancels stderr mid-read", async () => {
@@ -328,10 +319,10 @@ test("demultiplex faults when a consumer releases and cancels stderr mid-read", 
   assert.equal(new TextDecoder().decode((await reader.read()).value), "first");
   await reader.cancel();
   assert.equal(faults.length, 1);
-  assert.ok(faults[0] instanceof SandboxAbandonedOutputError);
+  assert.ok(faults[0] instanceof DockerEngineOutputError && faults[0].code === "abandoned");
   assert.match(faults[0].message, /stderr/);
-  await rejectsWith(stdout.getReader().read(), SandboxAbandonedOutputError, "abandoned_output");
-  await rejectsWith(done, SandboxAbandonedOutputError, "abandoned_output");
+  await rejectsWith(stdout.getReader().read(), "abandoned");
+  await rejectsWith(done, "abandoned");
   assert.equal(source.cancelled.called, true);
 });
 
@@ -340,12 +331,12 @@ test("demultiplex calls onFault exactly once across several faults", async () =>
   const source = pushSource();
   const { stdout, stderr, done } = demultiplex(source.stream, options);
   source.push(frame(1, new Uint8Array(11)));
-  await rejectsWith(done, SandboxOutputLimitError, "output_limit");
+  await rejectsWith(done, "output_limit");
   await stdout.cancel().catch(() => {});
   await stderr.cancel().catch(() => {});
   await settle();
   assert.equal(faults.length, 1);
-  assert.ok(faults[0] instanceof SandboxOutputLimitError);
+  assert.ok(faults[0] instanceof DockerEngineOutputError && faults[0].code === "output_limit");
 });
 
 test("demultiplex ignores a cancel after the clean end", async () => {
@@ -357,17 +348,17 @@ test("demultiplex ignores a cancel after the clean end", async () => {
   assert.deepEqual(faults, []);
 });
 
-test("demultiplex reports a failing source as SandboxEngineError", async () => {
+test("demultiplex reports a failing source as source_failed with its error as cause", async () => {
   const { options, faults } = recording();
   const source = pushSource();
   const { stdout, done } = demultiplex(source.stream, options);
   source.push(frame(1, "partial"));
   const reset = new Error("connection reset");
   source.error(reset);
-  const error = await rejectsWith(done, SandboxEngineError, "engine");
+  const error = await rejectsWith(done, "source_failed");
   assert.equal(error.cause, reset);
   assert.equal(faults.length, 1);
-  await rejectsWith(stdout.getReader().read(), SandboxEngineError, "engine");
+  await rejectsWith(stdout.getReader().read(), "source_failed");
 });
 
 test("demultiplex rejects a chunk that is not bytes", async () => {
@@ -378,7 +369,7 @@ test("demultiplex rejects a chunk that is not bytes", async () => {
     },
   });
   const { done } = demultiplex(source, options);
-  await rejectsWith(done, SandboxFramingError, "framing");
+  await rejectsWith(done, "framing");
   assert.equal(faults.length, 1);
 });
 
@@ -429,6 +420,38 @@ test("demultiplex copies payloads out of the source chunk", async () => {
   assert.equal(piece.buffer.byteLength, 3);
 });
 
+test("demultiplex hands a stream's pieces on as views of a chunk it gets most of", async () => {
+  const { options } = recording();
+  const chunk = concat([frame(1, new Uint8Array(1000).fill(7)), frame(1, new Uint8Array(900).fill(8))]);
+  const { stdout, done } = demultiplex(chunkSource([chunk]), options);
+  const pieces = await chunksOf(stdout);
+  await done;
+  assert.deepEqual(pieces.map((piece) => piece.byteLength), [1000, 900]);
+  for (const piece of pieces) assert.equal(piece.buffer, chunk.buffer, "a view of the source chunk, not a copy");
+});
+
+test("demultiplex copies the pieces of a stream that gets little of a chunk", async () => {
+  const { options } = recording();
+  const chunk = concat([frame(1, "tiny"), frame(2, new Uint8Array(1000))]);
+  const { stdout, stderr, done } = demultiplex(chunkSource([chunk]), options);
+  const [[out], [err]] = await Promise.all([chunksOf(stdout), chunksOf(stderr)]);
+  await done;
+  assert.equal(out.buffer.byteLength, 4, "4 bytes must not pin the 1,016-byte chunk");
+  assert.equal(err.buffer, chunk.buffer);
+});
+
+test("demultiplex measures a chunk by its whole buffer when it is a view of a larger one", async () => {
+  const { options } = recording();
+  const backing = new Uint8Array(64 * 1024);
+  const framed = frame(1, new Uint8Array(1000).fill(9));
+  backing.set(framed);
+  const { stdout, done } = demultiplex(chunkSource([backing.subarray(0, framed.byteLength)]), options);
+  const [piece] = await chunksOf(stdout);
+  await done;
+  assert.equal(piece.byteLength, 1000);
+  assert.equal(piece.buffer.byteLength, 1000, "1,000 bytes must not pin a 64 KiB buffer");
+});
+
 test("demultiplex rejects invalid options", () => {
   const valid = recording().options;
   const cases: [Partial<Record<keyof DemultiplexOptions, unknown>>, string][] = [
@@ -444,23 +467,29 @@ test("demultiplex rejects invalid options", () => {
     assert.throws(
       () => demultiplex(source, { ...valid, ...override } as DemultiplexOptions),
       (error: unknown) =>
-        error instanceof SandboxConfigurationError && error.code === "configuration" &&
-        error.message.startsWith("Cannot demultiplex process output: ") &&
+        error instanceof TypeError && error.message.startsWith("Cannot demultiplex process output: ") &&
         error.message.includes(field),
     );
     assert.equal(source.locked, false, "the source is untouched on invalid options");
   }
 });
 
-test("demultiplex passes a source's own SandboxError through as the fault", async () => {
-  const { SandboxDeadlineError } = await import("../../../lib/sandbox/errors.ts");
-  const cause = new SandboxDeadlineError("Cannot continue process: deadline");
-  const faults: unknown[] = [];
+test("demultiplex fails the outputs with the error onFault returns", async () => {
+  const cause = new Error("the sandbox stopped");
+  const mapped = new Error("Cannot continue process: the sandbox stopped");
+  const faults: DockerEngineOutputError[] = [];
   const output = demultiplex(new ReadableStream({ pull(controller) { controller.error(cause); } }), {
     maxBufferedOutputBytes: 1024,
-    onFault: (error) => faults.push(error),
+    onFault: (error) => {
+      faults.push(error);
+      return mapped;
+    },
   });
-  await assert.rejects(output.done, (error) => error === cause);
-  await assert.rejects(new Response(output.stdout).text(), (error) => error === cause);
-  assert.deepEqual(faults, [cause]);
+  await assert.rejects(output.done, (error) => error === mapped);
+  await assert.rejects(new Response(output.stdout).text(), (error) => error === mapped);
+  await assert.rejects(new Response(output.stderr).text(), (error) => error === mapped);
+  assert.equal(faults.length, 1);
+  assert.equal(faults[0].code, "source_failed");
+  assert.equal(faults[0].cause, cause);
+  assert.equal(faults[0].message, "Cannot demultiplex process output: the attach stream failed");
 });

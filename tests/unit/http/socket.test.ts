@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { connectUnixSocket, detectRuntime } from "../../../lib/engine/socket/mod.ts";
-import { DockerEngineTransportError } from "../../../lib/engine/http/errors.ts";
+import { DockerEngineTransportError } from "../../../lib/engine/errors.ts";
 import { connectWithin } from "../../../lib/engine/socket/_connect_within.ts";
 import { bytes, concat, startFakeEngine } from "../_fake_engine.ts";
 

@@ -1,7 +1,7 @@
 // Raw tar building blocks for tests: headers with any field content (valid or not), PAX
 // blocks, bodies, end blocks, and helpers to stream and collect archives.
 import assert from "node:assert/strict";
-import { concatBytes } from "../../../lib/engine/http/_bytes.ts";
+import { concatBytes } from "../../../lib/streams/concat_bytes.ts";
 import { TarError, type TarErrorCode } from "../../../lib/tar/error.ts";
 import type { TarEntry } from "../../../lib/tar/entry.ts";
 import { readTar, type ReadTarOptions } from "../../../lib/tar/read_tar.ts";

@@ -9,6 +9,13 @@
  *
  * @param parts The byte arrays, in order.
  * @returns Their concatenation (a fresh array, also for a single part).
+ *
+ * @example
+ * ```ts
+ * import { concatBytes } from "./concat_bytes.ts";
+ *
+ * console.log(concatBytes([new Uint8Array([1, 2]), new Uint8Array([3])])); // Uint8Array(3) [ 1, 2, 3 ]
+ * ```
  */
 export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
   let length = 0;

@@ -18,9 +18,9 @@
  * @module
  */
 import { z } from "zod";
-import type { DockerEngine } from "../../engine/client.ts";
-import { DockerEngineError } from "../../engine/errors.ts";
-import { quotePath } from "../../tar/quote_path.ts";
+import type { DockerEngine } from "./client.ts";
+import { DockerEngineError } from "./errors.ts";
+import { quotePath } from "../tar/quote_path.ts";
 
 /** Go `os.ModeDir`. */
 const MODE_DIR = 0x80000000;
@@ -108,7 +108,7 @@ export function decodePathStat(value: string, path: string): ContainerPathStat {
 
 /** Options of the calls in this file. */
 export interface ArchiveCallOptions {
-  /** Deadline of a buffered request, milliseconds. */
+  /** Deadline of the whole exchange, milliseconds. @default undefined (none for streams, 30 s for `HEAD`) */
   readonly timeoutMs?: number;
   /** Aborts the exchange at any stage. */
   readonly signal?: AbortSignal;
@@ -163,10 +163,10 @@ export async function getContainerArchive(
 }
 
 /**
- * `PUT /containers/{id}/archive?path=P&noOverwriteDirNonDir=true`: extract a streamed tar
- * (sent chunked) into directory `P`. Resolves once the Engine answered 200, which it does
- * after reading the whole archive. `onBodyChunkSent` is told of each archive chunk once the
- * kernel has all of its bytes.
+ * `PUT /containers/{id}/archive?path=P&noOverwriteDirNonDir=true`: extract a tar into
+ * directory `P`, sent with `Content-Length` (bytes) or chunked (a stream). Resolves once the
+ * Engine answered 200, which it does after reading the whole archive. `onBodyChunkSent` is
+ * told of each chunk of a stream body once the kernel has all of its bytes.
  *
  * @throws {DockerEngineError} by status
  * @throws {DockerEngineTransportError} on transport faults, or `aborted` when `body` fails
@@ -175,13 +175,14 @@ export async function putContainerArchive(
   engine: DockerEngine,
   containerId: string,
   path: string,
-  body: ReadableStream<Uint8Array>,
+  body: Uint8Array | ReadableStream<Uint8Array>,
   options: ArchiveCallOptions & { readonly onBodyChunkSent?: (chunk: Uint8Array) => void } = {},
 ): Promise<void> {
   const response = await engine.stream("PUT", `/containers/${encodeURIComponent(containerId)}/archive`, {
     query: { path, noOverwriteDirNonDir: true },
     body,
     contentType: "application/x-tar",
+    timeoutMs: options.timeoutMs,
     signal: options.signal,
     onBodyChunkSent: options.onBodyChunkSent,
   });

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DockerEngineError } from "../../../lib/engine/errors.ts";
-import { containerPathKind, decodePathStat } from "../../../lib/docker/files/_container_archive.ts";
+import { containerPathKind, decodePathStat } from "../../../lib/engine/container_archive.ts";
 
 test("containerPathKind classifies Go os.FileMode values measured on Engine 28.5", () => {
   assert.equal(containerPathKind(2147484141), "directory"); // drwxr-xr-x
