@@ -14,6 +14,7 @@ import { newReservationId, resourceNames, type SandboxResourceNames } from "./na
 import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSandbox } from "./recover.ts";
 import { createDockerSandboxPool, type DockerSandboxPool, type DockerSandboxPoolOptions } from "./pool.ts";
 import { DockerSandbox } from "./sandbox.ts";
+import { assertEgressConfigured } from "./egress/configuration.ts";
 
 /** A Docker sandbox backend (see {@linkcode createDockerSandboxBackend}). */
 export interface DockerSandboxBackend extends SandboxBackend {
@@ -26,6 +27,7 @@ export interface DockerSandboxBackend extends SandboxBackend {
    *
    * @throws {SandboxConfigurationError} for an invalid request (the message names the field)
    * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`
+   * @throws {SandboxConfigurationError} for an allowlist network without `config.proxyImageDigest`
    */
   reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation;
   /**
@@ -137,6 +139,7 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
       }
       const policy = normalizePolicy(request.policy);
       assertSupportedDiskQuota(policy);
+      assertEgressConfigured(policy, settings);
       const id = newReservationId();
       const names = resourceNames(settings.namespace, id);
       let started = false;

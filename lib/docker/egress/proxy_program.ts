@@ -1,7 +1,7 @@
 /**
  * The egress proxy program: ours, run by the JS runtime of a caller-supplied image inside the
- * sandbox's proxy container, copied in as this one file (it imports only `node:` modules, so
- * it needs nothing else in the image). It speaks HTTP `CONNECT host:port` (tunnels, e.g.
+ * sandbox's proxy container, passed as this one file's text on its command line (it imports
+ * only `node:` modules, so it needs nothing else in the image; see `proxy_container.ts`). It speaks HTTP `CONNECT host:port` (tunnels, e.g.
  * HTTPS; TLS is never terminated) and absolute-form HTTP requests (`GET http://host/…`),
  * and lets a request through only when
  *
@@ -370,9 +370,12 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
   });
 }
 
-// Run as the proxy container's program: configuration from the environment, decisions to stdout.
+// Run as the proxy container's program: configuration from the environment, decisions to
+// stdout. The controller passes this file's text as `node --input-type=module-typescript -e`
+// (no script path: `process.argv[1]` is absent); run as a file, the path must be this one.
 const configText = process.env.AGENTCELL_EGRESS_CONFIG;
-if (configText !== undefined && process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/^.*\//u, "/"))) {
+const script = process.argv[1];
+if (configText !== undefined && (script === undefined || import.meta.url.endsWith(script.replace(/^.*\//u, "/")))) {
   const config = JSON.parse(configText) as EgressProxyConfig;
   startEgressProxy(config, (event) => process.stdout.write(`${JSON.stringify(event)}\n`)).then(
     (proxy) => process.stdout.write(`${JSON.stringify({ event: "listening", port: proxy.port })}\n`),

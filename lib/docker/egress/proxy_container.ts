@@ -1,0 +1,192 @@
+/**
+ * The egress proxy container of an allowlist sandbox: its create body (hardened like the
+ * keeper) and the readback that checks the Engine applied every part of it.
+ *
+ * How the program gets in (measured on Engine 28.5, runc): `PUT /containers/{id}/archive`
+ * cannot write into a read-only root file system (the Engine refuses unless the target is
+ * a volume mount), and a copy into a tmpfs of a created, not yet started container does not
+ * land in the tmpfs the started container sees. So the program's text is passed on the
+ * command line, `node --input-type=module-typescript -e <text>` (Node ≥ 23.6 strips the
+ * types), and read back byte for byte from `Config.Cmd` before the container starts: no
+ * writable path, no volume, nothing the guest can reach. Its configuration is JSON in the
+ * `AGENTCELL_EGRESS_CONFIG` environment variable, read back the same way.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
+import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
+import type { ContainerInspect } from "../../engine/containers.ts";
+import type { EgressProxyConfig } from "./proxy_program.ts";
+
+/** TCP port the proxy listens on inside its container. */
+export const PROXY_PORT = 3128;
+
+/**
+ * The proxy container's fixed limits: 0.5 CPU, 128 MiB of memory (no swap; Node's resident
+ * set is ~50 MiB, and on cgroup v1 the `node` binary's file pages are charged too), 64 PIDs
+ * (Node's threads: main, libuv pool of 4, V8 workers).
+ */
+export const PROXY_LIMITS: { readonly cpus: number; readonly memoryBytes: number; readonly pids: number } = Object.freeze({
+  cpus: 0.5,
+  memoryBytes: 128 * 1024 * 1024,
+  pids: 64,
+});
+
+/** `PATH` of the proxy container (the image's `node` is found through it). */
+const PROXY_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** Everything the proxy's create body depends on. */
+export interface ProxySpec {
+  /** Exact image ID (with `node` on its `PATH`). */
+  readonly imageDigest: string;
+  /** The container's user (the backend's `keeperUser`). */
+  readonly user: { readonly uid: number; readonly gid: number };
+  /** The program's text. */
+  readonly program: string;
+  /** What the program enforces. */
+  readonly config: EgressProxyConfig;
+  /** The sandbox's internal network name (the container's `NetworkMode`). */
+  readonly internalNetwork: string;
+  /** The egress bridge's name. */
+  readonly egressNetwork: string;
+  /** Exact labels. */
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** The program's configuration for an allowlist policy. */
+export function proxyConfig(allowlist: SandboxAllowlistNetworkSettings, hostAddresses: readonly string[]): EgressProxyConfig {
+  return {
+    port: PROXY_PORT,
+    hosts: allowlist.hosts,
+    addresses: allowlist.addresses,
+    hostAddresses,
+    resolve: allowlist.resolve,
+    maxConnections: allowlist.maxConnections,
+    idleTimeoutMs: allowlist.idleTimeoutMs,
+    maxBytesPerConnection: allowlist.maxBytesPerConnection,
+  };
+}
+
+function command(spec: ProxySpec): string[] {
+  return ["--input-type=module-typescript", "-e", spec.program];
+}
+
+function environment(spec: ProxySpec): string[] {
+  // NODE_OPTIONS is emptied so an image's own cannot load code into the proxy.
+  return [`PATH=${PROXY_PATH}`, "NODE_OPTIONS=", `AGENTCELL_EGRESS_CONFIG=${JSON.stringify(spec.config)}`];
+}
+
+/** The `POST /containers/create` body of the proxy (Engine API v1.44+: two endpoints at create). */
+export function proxyCreateBody(spec: ProxySpec): Record<string, unknown> {
+  return {
+    Image: spec.imageDigest,
+    User: `${spec.user.uid}:${spec.user.gid}`,
+    Entrypoint: ["node"],
+    Cmd: command(spec),
+    WorkingDir: "/",
+    Env: environment(spec),
+    Labels: { ...spec.labels },
+    Tty: false,
+    OpenStdin: false,
+    AttachStdin: false,
+    AttachStdout: true,
+    AttachStderr: true,
+    ExposedPorts: {},
+    HostConfig: {
+      ReadonlyRootfs: true,
+      CapDrop: ["ALL"],
+      CapAdd: [],
+      SecurityOpt: ["no-new-privileges"],
+      PidMode: "",
+      IpcMode: "private",
+      CgroupnsMode: "private",
+      UsernsMode: "",
+      Privileged: false,
+      Memory: PROXY_LIMITS.memoryBytes,
+      MemorySwap: PROXY_LIMITS.memoryBytes,
+      NanoCpus: Math.round(PROXY_LIMITS.cpus * 1e9),
+      PidsLimit: PROXY_LIMITS.pids,
+      NetworkMode: spec.internalNetwork,
+      Tmpfs: {},
+      Mounts: [],
+      Binds: [],
+      Devices: [],
+      PortBindings: {},
+      PublishAllPorts: false,
+      Init: false,
+      RestartPolicy: { Name: "no" },
+      AutoRemove: false,
+      LogConfig: { Type: "none", Config: {} },
+    },
+    NetworkingConfig: { EndpointsConfig: { [spec.internalNetwork]: {}, [spec.egressNetwork]: {} } },
+  };
+}
+
+const networksSchema = z.looseObject({
+  NetworkSettings: z.looseObject({
+    Networks: z.record(z.string(), z.looseObject({ IPAddress: z.string(), NetworkID: z.string() })).nullable(),
+  }),
+});
+
+/** The container's networks by name, as inspect shows them (`{}` when absent). */
+export function proxyNetworks(inspect: ContainerInspect): Readonly<Record<string, { readonly IPAddress: string; readonly NetworkID: string }>> {
+  const parsed = networksSchema.safeParse(inspect);
+  return parsed.success ? parsed.data.NetworkSettings.Networks ?? {} : {};
+}
+
+function sameList(actual: readonly string[] | null | undefined, expected: readonly string[]): boolean {
+  const list = actual ?? [];
+  return list.length === expected.length && list.every((value, index) => value === expected[index]);
+}
+
+/**
+ * Compare the proxy's `GET /containers/{id}/json` with its spec.
+ *
+ * @param running whether it must be running (after start) or merely created
+ * @returns one sentence per mismatch (empty when everything matches)
+ */
+export function proxyMismatches(inspect: ContainerInspect, spec: ProxySpec, running: boolean): string[] {
+  const problems: string[] = [];
+  const check = (ok: boolean, what: string) => {
+    if (!ok) problems.push(what);
+  };
+  const { Config: config, HostConfig: host } = inspect;
+  check(inspect.Image === spec.imageDigest, `image is ${inspect.Image}`);
+  check(config.User === `${spec.user.uid}:${spec.user.gid}`, `user is '${config.User}'`);
+  check(sameList(config.Entrypoint, ["node"]) && sameList(config.Cmd, command(spec)), "entrypoint/command is not the proxy program");
+  // The image's own variables are merged in by the Engine; ours must be there exactly.
+  const env = config.Env ?? [];
+  check(environment(spec).every((entry) => env.includes(entry)), "environment lacks the proxy's configuration");
+  check(!config.Tty && !config.OpenStdin, "a TTY or stdin is attached");
+  check(Object.keys(config.ExposedPorts ?? {}).length === 0, "ports are exposed");
+  check(host.ReadonlyRootfs, "root file system is writable");
+  check(sameList(host.CapDrop, ["ALL"]) && (host.CapAdd ?? []).length === 0, `capabilities are CapDrop ${JSON.stringify(host.CapDrop)} CapAdd ${JSON.stringify(host.CapAdd)}`);
+  check(sameList(host.SecurityOpt, ["no-new-privileges"]), `security options are ${JSON.stringify(host.SecurityOpt)}`);
+  check(host.PidMode === "" && host.IpcMode === "private" && host.CgroupnsMode === "private" && host.UsernsMode === "", "namespace modes differ");
+  check(!host.Privileged, "container is privileged");
+  check(host.Memory === PROXY_LIMITS.memoryBytes && host.MemorySwap === PROXY_LIMITS.memoryBytes, `Memory is ${host.Memory}, MemorySwap ${host.MemorySwap}`);
+  check(host.NanoCpus === Math.round(PROXY_LIMITS.cpus * 1e9), `NanoCpus is ${host.NanoCpus}`);
+  check(host.PidsLimit === PROXY_LIMITS.pids, `PidsLimit is ${host.PidsLimit}`);
+  check(host.NetworkMode === spec.internalNetwork, `network mode is '${host.NetworkMode}'`);
+  check(Object.keys(host.Tmpfs ?? {}).length === 0 && (host.Mounts ?? []).length === 0 && inspect.Mounts.length === 0, "mounts are present");
+  check((host.Binds ?? []).length === 0, "host binds are present");
+  check((host.Devices ?? []).length === 0 && (host.DeviceRequests ?? []).length === 0, "devices are present");
+  check(Object.keys(host.PortBindings ?? {}).length === 0 && !host.PublishAllPorts, "ports are published");
+  const networks = Object.keys(proxyNetworks(inspect)).sort();
+  check(sameList(networks, [spec.internalNetwork, spec.egressNetwork].sort()), `networks are ${JSON.stringify(networks)}`);
+  if (running) check(inspect.State.Running, `state is ${inspect.State.Status}`);
+  return problems;
+}
+
+/**
+ * Throw when the readback differs from the spec.
+ *
+ * @throws {SandboxUnsupportedError} listing every mismatch
+ */
+export function verifyProxy(inspect: ContainerInspect, spec: ProxySpec, running: boolean): void {
+  const problems = proxyMismatches(inspect, spec, running);
+  if (problems.length > 0) {
+    throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy container reads back differently: ${problems.join("; ")}`);
+  }
+}
