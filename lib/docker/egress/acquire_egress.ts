@@ -22,7 +22,7 @@ import type { RecoveryLog } from "../recovery_log.ts";
 import { isOwned, RESOURCE_TABLE } from "../resources.ts";
 import { DockerEgressEvents } from "./events.ts";
 import { proxyProgramSource } from "./program_source.ts";
-import { PROXY_PORT, proxyConfig, proxyCreateBody, proxyNetworks, type ProxySpec, verifyProxy } from "./proxy_container.ts";
+import { PROXY_PORT, proxyConfig, proxyCreateBody, containerNetworks, type ProxySpec, verifyProxy } from "./proxy_container.ts";
 
 /** What the egress side of a started sandbox is. */
 export interface AcquiredEgress {
@@ -121,7 +121,7 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
     await startContainer(engine, proxyId, checkpoint());
     const running = await inspectContainer(engine, proxyId, checkpoint());
     verifyProxy(running, spec, true);
-    const address = proxyNetworks(running)[names.network]?.IPAddress;
+    const address = containerNetworks(running)[names.network]?.IPAddress;
     if (!address) throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy has no address on ${names.network}`);
     const { timeoutMs, signal } = checkpoint();
     await raceDeadline(events.listening, {

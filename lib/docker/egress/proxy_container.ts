@@ -129,8 +129,8 @@ const networksSchema = z.looseObject({
   }),
 });
 
-/** The container's networks by name, as inspect shows them (`{}` when absent). */
-export function proxyNetworks(inspect: ContainerInspect): Readonly<Record<string, { readonly IPAddress: string; readonly NetworkID: string }>> {
+/** A container's networks by name, as inspect shows them (`{}` when absent). */
+export function containerNetworks(inspect: ContainerInspect): Readonly<Record<string, { readonly IPAddress: string; readonly NetworkID: string }>> {
   const parsed = networksSchema.safeParse(inspect);
   return parsed.success ? parsed.data.NetworkSettings.Networks ?? {} : {};
 }
@@ -173,7 +173,7 @@ export function proxyMismatches(inspect: ContainerInspect, spec: ProxySpec, runn
   check((host.Binds ?? []).length === 0, "host binds are present");
   check((host.Devices ?? []).length === 0 && (host.DeviceRequests ?? []).length === 0, "devices are present");
   check(Object.keys(host.PortBindings ?? {}).length === 0 && !host.PublishAllPorts, "ports are published");
-  const networks = Object.keys(proxyNetworks(inspect)).sort();
+  const networks = Object.keys(containerNetworks(inspect)).sort();
   check(sameList(networks, [spec.internalNetwork, spec.egressNetwork].sort()), `networks are ${JSON.stringify(networks)}`);
   if (running) check(inspect.State.Running, `state is ${inspect.State.Status}`);
   return problems;
