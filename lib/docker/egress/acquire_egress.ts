@@ -15,6 +15,7 @@ import type { DockerEngine } from "../../engine/client.ts";
 import { attachContainerOutput } from "../../engine/container_attach.ts";
 import { createContainer, inspectContainer, startContainer } from "../../engine/containers.ts";
 import type { EngineUpgrade } from "../../engine/http/mod.ts";
+import { DockerEngineError } from "../../engine/errors.ts";
 import { createNetwork, inspectNetwork } from "../../engine/networks.ts";
 import { raceDeadline } from "../../streams/deadline.ts";
 import type { SandboxResourceNames, SandboxResourceRole } from "../names.ts";
@@ -23,6 +24,9 @@ import { isOwned, RESOURCE_TABLE } from "../resources.ts";
 import { DockerEgressEvents } from "./events.ts";
 import { proxyProgramSource } from "./program_source.ts";
 import { PROXY_PORT, proxyConfig, proxyCreateBody, containerNetworks, type ProxySpec, verifyProxy } from "./proxy_container.ts";
+
+/** The fix when the proxy image cannot run the program. */
+const NEEDS_NODE = "config.proxyImageDigest must name an image with Node.js 23.6 or newer as node on its PATH";
 
 /** What the egress side of a started sandbox is. */
 export interface AcquiredEgress {
@@ -118,7 +122,11 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
   const attach = await attachContainerOutput(engine, proxyId, { connectTimeoutMs: remaining(), headerTimeoutMs: remaining(), signal: checkpoint().signal });
   const events = new DockerEgressEvents(attach.readable);
   try {
-    await startContainer(engine, proxyId, checkpoint());
+    await startContainer(engine, proxyId, checkpoint()).catch((error) => {
+      // 400: the runtime could not exec the entrypoint (no `node` in the image).
+      if (!(error instanceof DockerEngineError && error.status === 400)) throw error;
+      throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy cannot start (${error.message}); ${NEEDS_NODE}`, { cause: error });
+    });
     const running = await inspectContainer(engine, proxyId, checkpoint());
     verifyProxy(running, spec, true);
     const address = containerNetworks(running)[names.network]?.IPAddress;
@@ -132,7 +140,7 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
     }).catch((error) => {
       if (error instanceof SandboxError) throw error;
       throw new SandboxUnsupportedError(
-        "Cannot start sandbox: the egress proxy exited before it listened; config.proxyImageDigest must name an image with Node.js 23.6 or newer as node on its PATH",
+        `Cannot start sandbox: the egress proxy exited before it listened; ${NEEDS_NODE}`,
         { cause: error },
       );
     });
