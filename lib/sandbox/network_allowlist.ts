@@ -7,7 +7,7 @@
  * @module
  */
 import { z } from "zod";
-import { expect } from "./_zod_issues.ts";
+import { expect, issueWording } from "./_zod_issues.ts";
 
 /**
  * Most entries of `hosts`, of `addresses` and of `resolve` each: 256.
@@ -146,7 +146,7 @@ const addressEntry = z.string({ error: expect("must be a string") }).refine((ent
   error: "must be an IPv4 or IPv6 address or CIDR range (10.0.0.5, 10.1.0.0/16, fd00::/8)",
 });
 
-const resolveName = z.string().max(253).regex(NAME, { error: "must be a DNS name without wildcard or port" });
+const resolveName = z.string().max(254).refine((name) => NAME.test(name.replace(/\.$/u, "")), { error: "must be a DNS name without wildcard or port" });
 const resolveAddress = z.string({ error: expect("must be a string") }).refine((entry) => ip.safeParse(entry).success, {
   error: "must be an IPv4 or IPv6 address",
 });
@@ -181,6 +181,27 @@ export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> =
   idleTimeoutMs: integer(1_000, 86_400_000, "milliseconds").optional(),
   maxBytesPerConnection: integer(0, Number.MAX_SAFE_INTEGER, "bytes").optional(),
 });
+
+const NAMED_NETWORKS = z.enum(["isolated", "outbound"]);
+
+/**
+ * zod schema of a policy's `network`: `"isolated"`, `"outbound"` or an allowlist object. An
+ * object is checked against {@linkcode sandboxAllowlistNetworkSchema} alone, so its issues
+ * keep their own paths and sentences (`policy.network.hosts is required`) instead of one
+ * union failure; hand-dispatched because a zod union reports a failed object branch as a
+ * union failure whenever a field is missing.
+ */
+export const sandboxNetworkSchema: z.ZodType<"isolated" | "outbound" | SandboxAllowlistNetwork> = z.unknown().superRefine((value, context) => {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const result = sandboxAllowlistNetworkSchema.safeParse(value, { error: issueWording });
+    for (const issue of result.error?.issues ?? []) {
+      const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]] : issue.path;
+      context.addIssue({ code: "custom", path, message: issue.message });
+    }
+  } else if (!NAMED_NETWORKS.safeParse(value).success) {
+    context.addIssue({ code: "custom", message: 'must be "isolated", "outbound" or { kind: "allowlist", hosts: [...] }' });
+  }
+}) as z.ZodType<"isolated" | "outbound" | SandboxAllowlistNetwork>;
 
 /**
  * Fill the defaults of a parsed allowlist and freeze it (names lower-case).

@@ -11,8 +11,8 @@ import { expect, parseConfiguration } from "./_zod_issues.ts";
 import {
   normalizeAllowlist,
   type SandboxAllowlistNetwork,
-  sandboxAllowlistNetworkSchema,
   type SandboxAllowlistNetworkSettings,
+  sandboxNetworkSchema,
 } from "./network_allowlist.ts";
 
 const MIB = 1024 * 1024;
@@ -515,9 +515,7 @@ export const sandboxPolicyInputSchema: z.ZodType<SandboxPolicyInput> = z.strictO
     memoryBytes: integerFrom(MIN_MEMORY_BYTES, Number.MAX_SAFE_INTEGER, "bytes"),
     pids: integerFrom(MIN_PIDS, MAX_PIDS, "processes"),
   }),
-  network: z.union([z.enum(["isolated", "outbound"]), sandboxAllowlistNetworkSchema], {
-    error: expect('must be "isolated", "outbound" or { kind: "allowlist", hosts: [...] }'),
-  }).optional(),
+  network: sandboxNetworkSchema.optional(),
   workspaceDiskQuota: z.discriminatedUnion("kind", [
     z.strictObject({ kind: z.literal("not_requested") }),
     z.strictObject({
