@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
 import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
@@ -135,13 +136,23 @@ export function containerNetworks(inspect: ContainerInspect): Readonly<Record<st
   return parsed.success ? parsed.data.NetworkSettings.Networks ?? {} : {};
 }
 
-function sameList(actual: readonly string[] | null | undefined, expected: readonly string[]): boolean {
-  const list = actual ?? [];
-  return list.length === expected.length && list.every((value, index) => value === expected[index]);
+/** `HostConfig` fields read back and compared with what the create body sent. */
+const HOST_FIELDS = [
+  "ReadonlyRootfs", "CapDrop", "CapAdd", "SecurityOpt", "PidMode", "IpcMode", "CgroupnsMode", "UsernsMode", "Privileged",
+  "Memory", "MemorySwap", "NanoCpus", "PidsLimit", "NetworkMode", "Tmpfs", "Mounts", "Binds", "Devices", "PortBindings",
+  "PublishAllPorts",
+] as const;
+
+/** An absent list or map reads back as `null`; compare it as the empty one that was sent. */
+function readBack(actual: unknown, sent: unknown): unknown {
+  if (actual !== null && actual !== undefined) return actual;
+  return Array.isArray(sent) ? [] : typeof sent === "object" ? {} : actual;
 }
 
 /**
- * Compare the proxy's `GET /containers/{id}/json` with its spec.
+ * Compare the proxy's `GET /containers/{id}/json` with its spec: every hardening field of
+ * `HostConfig` against the create body itself (one source for what is sent and what is
+ * checked), then the image, user, command, environment, attachments and networks.
  *
  * @param running whether it must be running (after start) or merely created
  * @returns one sentence per mismatch (empty when everything matches)
@@ -152,29 +163,21 @@ export function proxyMismatches(inspect: ContainerInspect, spec: ProxySpec, runn
     if (!ok) problems.push(what);
   };
   const { Config: config, HostConfig: host } = inspect;
+  const sent = proxyCreateBody(spec).HostConfig as Record<string, unknown>;
+  for (const field of HOST_FIELDS) {
+    const actual = readBack(host[field], sent[field]);
+    check(isDeepStrictEqual(actual, sent[field]), `HostConfig.${field} is ${JSON.stringify(actual)}`);
+  }
+  check((host.DeviceRequests ?? []).length === 0 && (host.VolumesFrom ?? []).length === 0 && inspect.Mounts.length === 0, "devices, mounts or shared volumes are present");
   check(inspect.Image === spec.imageDigest, `image is ${inspect.Image}`);
   check(config.User === `${spec.user.uid}:${spec.user.gid}`, `user is '${config.User}'`);
-  check(sameList(config.Entrypoint, ["node"]) && sameList(config.Cmd, command(spec)), "entrypoint/command is not the proxy program");
+  check(isDeepStrictEqual(config.Entrypoint, ["node"]) && isDeepStrictEqual(config.Cmd, command(spec)), "entrypoint/command is not the proxy program");
   // The image's own variables are merged in by the Engine; ours must be there exactly.
   const env = config.Env ?? [];
   check(environment(spec).every((entry) => env.includes(entry)), "environment lacks the proxy's configuration");
-  check(!config.Tty && !config.OpenStdin, "a TTY or stdin is attached");
-  check(Object.keys(config.ExposedPorts ?? {}).length === 0, "ports are exposed");
-  check(host.ReadonlyRootfs, "root file system is writable");
-  check(sameList(host.CapDrop, ["ALL"]) && (host.CapAdd ?? []).length === 0, `capabilities are CapDrop ${JSON.stringify(host.CapDrop)} CapAdd ${JSON.stringify(host.CapAdd)}`);
-  check(sameList(host.SecurityOpt, ["no-new-privileges"]), `security options are ${JSON.stringify(host.SecurityOpt)}`);
-  check(host.PidMode === "" && host.IpcMode === "private" && host.CgroupnsMode === "private" && host.UsernsMode === "", "namespace modes differ");
-  check(!host.Privileged, "container is privileged");
-  check(host.Memory === PROXY_LIMITS.memoryBytes && host.MemorySwap === PROXY_LIMITS.memoryBytes, `Memory is ${host.Memory}, MemorySwap ${host.MemorySwap}`);
-  check(host.NanoCpus === Math.round(PROXY_LIMITS.cpus * 1e9), `NanoCpus is ${host.NanoCpus}`);
-  check(host.PidsLimit === PROXY_LIMITS.pids, `PidsLimit is ${host.PidsLimit}`);
-  check(host.NetworkMode === spec.internalNetwork, `network mode is '${host.NetworkMode}'`);
-  check(Object.keys(host.Tmpfs ?? {}).length === 0 && (host.Mounts ?? []).length === 0 && inspect.Mounts.length === 0, "mounts are present");
-  check((host.Binds ?? []).length === 0, "host binds are present");
-  check((host.Devices ?? []).length === 0 && (host.DeviceRequests ?? []).length === 0, "devices are present");
-  check(Object.keys(host.PortBindings ?? {}).length === 0 && !host.PublishAllPorts, "ports are published");
+  check(!config.Tty && !config.OpenStdin && Object.keys(config.ExposedPorts ?? {}).length === 0, "a TTY or stdin is attached, or ports are exposed");
   const networks = Object.keys(containerNetworks(inspect)).sort();
-  check(sameList(networks, [spec.internalNetwork, spec.egressNetwork].sort()), `networks are ${JSON.stringify(networks)}`);
+  check(isDeepStrictEqual(networks, [spec.internalNetwork, spec.egressNetwork].sort()), `networks are ${JSON.stringify(networks)}`);
   if (running) check(inspect.State.Running, `state is ${inspect.State.Status}`);
   return problems;
 }
