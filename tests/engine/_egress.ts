@@ -102,6 +102,9 @@ export async function startUpstreams(): Promise<Upstreams> {
  *   tcp <address> <port>          direct TCP → { connected } or { error }
  *   udp <address> <port>          one direct datagram → { sent } or { error }
  *   dns <name>                    the guest's resolver → { address } or { error }
+ *   pair <host:port>              two CONNECTs: the first held open without a byte, then the
+ *                                 second → { first, second, body, firstEnded } once the
+ *                                 proxy ended the first
  */
 export const GUEST_CLIENT = String.raw`
 import http from "node:http";
@@ -153,6 +156,20 @@ if (mode === "http") {
   socket.send(Buffer.from("agentcell egress probe"), Number(b), a, (error) => print(error ? { error: error.code ?? error.message } : { sent: true }));
 } else if (mode === "dns") {
   dns.lookup(a).then((answer) => print({ address: answer.address }), (error) => print({ error: error.code ?? error.message }));
+} else if (mode === "pair") {
+  const open = () => new Promise((resolve) => {
+    const request = http.request({ host: proxy.hostname, port: proxy.port, method: "CONNECT", path: a });
+    request.on("connect", (response, socket, head) => resolve({ status: response.statusCode, socket, head: head.toString("utf8") }));
+    request.on("response", (response) => { let body = ""; response.setEncoding("utf8"); response.on("data", (c) => body += c); response.on("end", () => resolve({ status: response.statusCode, head: body })); });
+    request.on("error", (error) => resolve({ status: 0, head: error.code ?? error.message }));
+    request.end();
+  });
+  const first = await open();
+  const second = await open();
+  const result = { first: first.status, second: second.status, body: second.head, firstEnded: false };
+  if (!first.socket) print(result);
+  first.socket.on("error", () => {});
+  first.socket.on("close", () => print({ ...result, firstEnded: true }));
 } else print({ error: "unknown mode " + mode });
 `;
 

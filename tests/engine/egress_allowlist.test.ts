@@ -41,6 +41,9 @@ function allowlistPolicy(up: Upstreams): SandboxPolicyInput {
 }
 
 const answer = z.looseObject({
+  first: z.number().optional(),
+  second: z.number().optional(),
+  firstEnded: z.boolean().optional(),
   status: z.number().optional(),
   body: z.string().optional(),
   error: z.string().optional(),
@@ -211,6 +214,35 @@ engineTest("DockerSandbox allowlist: a proxy killed from outside stops the sandb
       await events.done;
       assert.ok(events.seen.some((e) => e.event === "allowed" && e.host === "allowed.test"));
       await assert.rejects(sandbox.run("/bin/true"), SandboxStoppedError);
+    }, up);
+  } finally {
+    await up.close();
+  }
+}, { timeout: 300_000 });
+
+engineTest("DockerSandbox allowlist bounds: maxConnections refuses the next with 503, idleTimeoutMs and maxBytesPerConnection close a tunnel", async (engine) => {
+  const up = await startUpstreams();
+  try {
+    const base = allowlistPolicy(up);
+    const network = { ...(base.network as object), maxConnections: 1, idleTimeoutMs: 1_000, maxBytesPerConnection: 100 };
+    await withAllowlistSandbox(engine, { ...base, network } as SandboxPolicyInput, async (sandbox) => {
+      const events = collectEvents(sandbox.egress!);
+      assert.deepEqual(await client(sandbox, "pair", `tls.test:${up.tlsPort}`), {
+        first: 200,
+        second: 503,
+        body: "egress proxy: too many connections\n",
+        firstEnded: true,
+      });
+      await eventually("a denied event for the second and an idle close of the first", () =>
+        events.seen.some((e) => e.event === "denied" && e.reason === "more than 1 connections at once") &&
+          events.seen.some((e) => e.event === "closed" && e.reason === "idle for 1000 ms" && e.bytesIn === 0 && e.bytesOut === 0) || undefined);
+      // A TLS handshake is more than 100 bytes: the tunnel is cut, the guest's TLS fails.
+      const cut = await client(sandbox, "connect", `tls.test:${up.tlsPort}`, "tls");
+      assert.equal(cut.status, 200);
+      // The cut shows as an error or as an end before the handshake finished, as it falls.
+      assert.ok(cut.error !== undefined || (cut.authorized === false && cut.body === ""), JSON.stringify(cut));
+      const closed = await eventually("a close for the byte bound", () => events.seen.find((e) => e.event === "closed" && e.reason === "more than 100 bytes"));
+      assert.ok((closed.bytesIn ?? 0) + (closed.bytesOut ?? 0) > 100);
     }, up);
   } finally {
     await up.close();
