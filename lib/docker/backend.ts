@@ -70,8 +70,9 @@ export interface DockerSandboxReservation extends SandboxReservation {
   readonly policy: SandboxPolicy;
   /**
    * Acquire the sandbox: verify host, spill directory, daemon, image and dataset images
-   * (datasets need Engine API 1.48), then create the volume, the optional network and the
-   * keeper, reading each back. On failure or abort,
+   * (datasets and an allowlist network need Engine API 1.48), then create the volume, the
+   * optional network (for an allowlist also the egress bridge and the proxy container) and
+   * the keeper, reading each back. On failure or abort,
    * what was created is removed before the promise rejects. Callable once.
    *
    * @throws {SandboxStateError} when called twice

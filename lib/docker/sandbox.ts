@@ -76,6 +76,9 @@ export interface DockerSandboxResources {
  *   a partial failure; "already gone" (404) counts as done. No prune, label scan or name
  *   fallback.
  * - `await using sandbox = await reservation.start()` destroys at scope exit.
+ * - With policy `network: { kind: "allowlist" }`, `egress` yields the proxy's decisions;
+ *   `stop()` also removes the proxy container, `destroy()` both networks, and a proxy that
+ *   stops on its own stops the sandbox.
  * - `importTree()` writes trees between processes (policy `processes: "one"`: before the
  *   process is reserved); `exportTree()` reads them after `stop()` through a never-started
  *   read-only accessor container.

@@ -8,7 +8,14 @@
  * @module
  */
 import { networkInterfaces } from "node:os";
-import { SandboxAbortedError, SandboxConflictError, SandboxDeadlineError, SandboxError, SandboxUnsupportedError } from "../../sandbox/errors.ts";
+import {
+  SandboxAbortedError,
+  SandboxConfigurationError,
+  SandboxConflictError,
+  SandboxDeadlineError,
+  SandboxError,
+  SandboxUnsupportedError,
+} from "../../sandbox/errors.ts";
 import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
 import { denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
 import type { DockerEngine } from "../../engine/client.ts";
@@ -63,15 +70,17 @@ export interface EgressContext {
 /**
  * The host's own addresses (every interface's), which the proxy refuses unless allowed.
  *
- * @throws {SandboxUnsupportedError} when the runtime denies reading them (Deno: `--allow-sys`)
+ * @throws {SandboxConfigurationError} when Deno denies reading them (the message names `--allow-sys=networkInterfaces`)
+ * @throws {SandboxUnsupportedError} when the runtime cannot list them
  */
 function hostAddresses(): string[] {
   try {
     return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((entry) => entry.address));
   } catch (error) {
     const denial = denoPermissionDenial(error);
-    const reason = denial ? denialReason(denial) : (error as Error).message;
-    throw new SandboxUnsupportedError(`Cannot start sandbox: the host's own addresses cannot be read for the egress proxy (${reason})`, { cause: error });
+    const action = "Cannot start sandbox: the host's own addresses cannot be read for the egress proxy";
+    if (denial) throw new SandboxConfigurationError(`${action}: ${denialReason(denial)}`, { cause: error });
+    throw new SandboxUnsupportedError(`${action} (${(error as Error).message})`, { cause: error });
   }
 }
 

@@ -9,7 +9,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
+import { SandboxConfigurationError, SandboxUnsupportedError } from "../../sandbox/errors.ts";
+import { denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
 
 /** Largest program text accepted, in bytes: 96 KiB (Linux bounds one argument to 128 KiB). */
 export const MAX_PROGRAM_BYTES = 96 * 1024;
@@ -19,7 +20,8 @@ let cached: Promise<string> | undefined;
 /**
  * The proxy program's text.
  *
- * @throws {SandboxUnsupportedError} when it cannot be read or is larger than {@linkcode MAX_PROGRAM_BYTES}
+ * @throws {SandboxConfigurationError} when Deno denies reading it (the message names the flag)
+ * @throws {SandboxUnsupportedError} when it cannot be read otherwise or is larger than {@linkcode MAX_PROGRAM_BYTES}
  */
 export function proxyProgramSource(): Promise<string> {
   cached ??= (async () => {
@@ -34,6 +36,10 @@ export function proxyProgramSource(): Promise<string> {
       }
     } catch (cause) {
       cached = undefined;
+      const denial = denoPermissionDenial(cause);
+      if (denial) {
+        throw new SandboxConfigurationError(`Cannot start sandbox: the egress proxy program ${url} cannot be read: ${denialReason(denial)}`, { cause });
+      }
       throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy program ${url} cannot be read (${(cause as Error).message})`, { cause });
     }
     if (new TextEncoder().encode(text).byteLength > MAX_PROGRAM_BYTES) {
