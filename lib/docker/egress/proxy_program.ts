@@ -31,7 +31,11 @@ import { createServer, type IncomingMessage, request as httpRequest, type Server
 import { connect, isIP, type Socket } from "node:net";
 import process from "node:process";
 
-/** What the proxy enforces (validated by the controller before it is written). */
+/**
+ * What the proxy enforces (validated by the controller before it is written): the policy's
+ * `SandboxAllowlistNetworkSettings` plus the port and the host's addresses. Declared here,
+ * not imported, because this file runs alone in the proxy container (only `node:` imports).
+ */
 export interface EgressProxyConfig {
   /** TCP port to listen on (all interfaces of the proxy container). */
   readonly port: number;
