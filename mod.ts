@@ -57,6 +57,15 @@ export { IMAGE_MOUNT_API_VERSION } from "./lib/docker/datasets/admission.ts";
 export { IMAGE_MOUNT_ADVISORY } from "./lib/docker/datasets/warnings.ts";
 export { DockerSandbox, type DockerSandboxResources } from "./lib/docker/sandbox.ts";
 export {
+  DEFAULT_EGRESS_EVENT_CAPACITY,
+  DockerEgressEvents,
+  type EgressEvent,
+  MAX_EGRESS_LINE_LENGTH,
+} from "./lib/docker/egress/events.ts";
+export { EGRESS_ALLOWLIST_API_VERSION } from "./lib/docker/egress/admission.ts";
+export { PROXY_LIMITS, PROXY_PORT } from "./lib/docker/egress/proxy_container.ts";
+export { EGRESS_NO_PROXY } from "./lib/docker/egress/guest_env.ts";
+export {
   createDockerSandboxPool,
   type DockerSandboxPool,
   type DockerSandboxPoolOptions,

@@ -1,7 +1,8 @@
 /**
  * Sandbox startup: admission (host, spill directory, daemon, workload image, and for
  * datasets the Engine API 1.48 floor and each dataset image), then the exact resources in
- * order (volume, network, keeper), each recorded before it is created, checked after (the
+ * order (volume, network, for an allowlist the egress bridge and the proxy, keeper), each
+ * recorded before it is created, checked after (the
  * create's warnings, the readback), and removed again if startup fails or is cancelled.
  *
  * Cancellation joins in-flight acquisition: an Engine create that was dispatched is allowed
@@ -43,6 +44,9 @@ import { admitDatasetEngine, admitDatasetImages } from "./datasets/admission.ts"
 import { missingSubpathError } from "./datasets/missing_subpath.ts";
 import { assertCreateWarnings } from "./datasets/warnings.ts";
 import { createWorkDirectory } from "./work_directory.ts";
+import { type AcquiredEgress, acquireEgress } from "./egress/acquire_egress.ts";
+import { admitEgress } from "./egress/admission.ts";
+import { egressGuestEnv } from "./egress/guest_env.ts";
 
 /** What startup produced: the exact resources of a running sandbox. */
 export interface AcquiredSandbox {
@@ -50,8 +54,10 @@ export interface AcquiredSandbox {
   readonly keeperId: string;
   /** Volume name (volumes are identified by name). */
   readonly volumeName: string;
-  /** Network ID (`outbound`), else `undefined`. */
+  /** Network ID (`outbound`, `allowlist`), else `undefined`. */
   readonly networkId: string | undefined;
+  /** The egress proxy, its bridge and its decisions (`allowlist`), else `undefined`. */
+  readonly egress: AcquiredEgress | undefined;
   /** The workload spec, reused for the export accessor. */
   readonly spec: WorkloadSpec;
   /** The recovery log, continued by the sandbox. */
@@ -110,8 +116,17 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     if (signal?.aborted) throw new SandboxAbortedError("Cannot start sandbox: aborted", { cause: signal.reason });
     return { timeoutMs: remaining(), signal };
   };
+  const allowlist = typeof policy.network === "object" ? policy.network : undefined;
   const outbound = policy.network === "outbound";
-  const roles: SandboxResourceRole[] = outbound ? ["volume", "network", "keeper"] : ["volume", "keeper"];
+  const networked = outbound || allowlist !== undefined;
+  const roles: SandboxResourceRole[] = allowlist
+    ? ["volume", "network", "egress", "proxy", "keeper"]
+    : outbound
+    ? ["volume", "network", "keeper"]
+    : ["volume", "keeper"];
+  // reserve() refuses an allowlist without it.
+  const proxyImageDigest = allowlist ? settings.proxyImageDigest! : undefined;
+  let egress: AcquiredEgress | undefined;
   let log: RecoveryLog | undefined;
   const cleanupMs = policy.deadlines.cleanupMs;
 
@@ -125,12 +140,13 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     // order afterwards.
     const memo = context.daemonVersion;
     const seen = memo?.current;
-    const [info, fetchedVersion, image, datasetImages, existingVolume] = await Promise.all([
+    const [info, fetchedVersion, image, datasetImages, existingVolume, proxyImage] = await Promise.all([
       engine.info(checkpoint()),
       seen === undefined ? engine.version(checkpoint()) : undefined,
       inspectImage(engine, settings.imageDigest, checkpoint()),
       Promise.all(settings.datasets.map((dataset) => inspectImage(engine, dataset.imageDigest, checkpoint()))),
       inspectVolume(engine, names.volume, checkpoint()),
+      proxyImageDigest === undefined ? undefined : inspectImage(engine, proxyImageDigest, checkpoint()),
     ]);
     const version = fetchedVersion ?? (seen?.daemonId === info.ID ? seen!.version : await engine.version(checkpoint()));
     const admission = admitDaemon(settings.profile, version, info);
@@ -138,6 +154,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     admitImage(settings.imageDigest, image, settings.profile);
     admitDatasetEngine(settings.datasets, version);
     admitDatasetImages(settings.datasets, datasetImages);
+    if (proxyImageDigest !== undefined) admitEgress(version, proxyImageDigest, proxyImage, settings.profile);
     if (existingVolume) {
       throw new SandboxConflictError(`Cannot start sandbox: volume ${names.volume} already exists and was not created by this sandbox`);
     }
@@ -151,6 +168,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       namespace: settings.namespace,
       daemonId: admission.daemonId,
       imageDigest: settings.imageDigest,
+      ...(proxyImageDigest === undefined ? {} : { proxyImageDigest }),
       user: settings.user,
       keeperUser: settings.keeperUser,
       names,
@@ -180,16 +198,35 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     });
 
     let networkId: string | undefined;
-    if (outbound) {
+    if (networked) {
       checkpoint();
       if (await inspectNetwork(engine, names.network, checkpoint())) {
         throw new SandboxConflictError(`Cannot start sandbox: network ${names.network} already exists and was not created by this sandbox`);
       }
-      networkId = await create("network", "create network", () => createNetwork(engine, names.network, labels("network"), { timeoutMs: remaining() }));
+      // An allowlist's own network is internal with an isolated gateway: no route out and no
+      // address of the host on it (see GATEWAY_MODE_OPTION); only the proxy is reachable.
+      networkId = await create("network", "create network", () =>
+        createNetwork(engine, names.network, labels("network"), { timeoutMs: remaining(), internal: allowlist !== undefined }));
       const network = await RESOURCE_TABLE.network.inspect(engine, log.record, networkId, { timeoutMs: remaining() });
       if (!network || !isOwned(log.record, "network", network)) {
         throw new SandboxConflictError(`Cannot start sandbox: network ${names.network} reads back differently than created`);
       }
+    }
+    if (allowlist !== undefined) {
+      checkpoint();
+      egress = await acquireEgress({
+        engine,
+        log,
+        names,
+        allowlist,
+        imageDigest: proxyImageDigest!,
+        user: settings.keeperUser,
+        platform: settings.profile.image.platform,
+        labels,
+        create,
+        checkpoint,
+        remaining,
+      });
     }
 
     const spec: WorkloadSpec = {
@@ -198,9 +235,10 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       keeperUser: settings.keeperUser,
       policy,
       mounts: keeperMounts(names.volume, settings.datasets),
-      networkName: outbound ? names.network : undefined,
+      networkName: networked ? names.network : undefined,
       labels: labels("keeper"),
       appArmorProfile: admission.appArmorProfile,
+      ...(egress ? { extraEnv: egressGuestEnv(egress.proxyUrl) } : {}),
     };
     checkpoint();
     let warnings: readonly string[] = [];
@@ -235,9 +273,10 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       lease?.release();
       throw error;
     }
-    return { keeperId, volumeName: names.volume, networkId, spec, log, lease };
+    return { keeperId, volumeName: names.volume, networkId, egress, spec, log, lease };
   } catch (error) {
     const failure = asSandboxError(error, "start sandbox");
+    egress?.attach.abort(failure);
     if (log === undefined) throw failure;
     log.bound(() => ({ timeoutMs: cleanupMs }));
     const report = await removeAllRecorded(engine, log, { timeoutMs: cleanupMs });

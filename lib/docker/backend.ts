@@ -14,6 +14,7 @@ import { newReservationId, resourceNames, type SandboxResourceNames } from "./na
 import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSandbox } from "./recover.ts";
 import { createDockerSandboxPool, type DockerSandboxPool, type DockerSandboxPoolOptions } from "./pool.ts";
 import { DockerSandbox } from "./sandbox.ts";
+import { assertEgressConfigured } from "./egress/configuration.ts";
 
 /** A Docker sandbox backend (see {@linkcode createDockerSandboxBackend}). */
 export interface DockerSandboxBackend extends SandboxBackend {
@@ -26,6 +27,7 @@ export interface DockerSandboxBackend extends SandboxBackend {
    *
    * @throws {SandboxConfigurationError} for an invalid request (the message names the field)
    * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`
+   * @throws {SandboxConfigurationError} for an allowlist network without `config.proxyImageDigest`
    */
   reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation;
   /**
@@ -68,8 +70,9 @@ export interface DockerSandboxReservation extends SandboxReservation {
   readonly policy: SandboxPolicy;
   /**
    * Acquire the sandbox: verify host, spill directory, daemon, image and dataset images
-   * (datasets need Engine API 1.48), then create the volume, the optional network and the
-   * keeper, reading each back. On failure or abort,
+   * (datasets and an allowlist network need Engine API 1.48), then create the volume, the
+   * optional network (for an allowlist also the egress bridge and the proxy container) and
+   * the keeper, reading each back. On failure or abort,
    * what was created is removed before the promise rejects. Callable once.
    *
    * @throws {SandboxStateError} when called twice
@@ -137,6 +140,7 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
       }
       const policy = normalizePolicy(request.policy);
       assertSupportedDiskQuota(policy);
+      assertEgressConfigured(policy, settings);
       const id = newReservationId();
       const names = resourceNames(settings.namespace, id);
       let started = false;

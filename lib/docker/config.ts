@@ -52,6 +52,15 @@ export interface DockerSandboxBackendConfig {
    * @default {{ uid: 65533, gid: 65533 }} ({ uid: 65532, gid: 65532 } when `user.uid` is 65533)
    */
   readonly keeperUser?: { readonly uid: number; readonly gid: number };
+  /**
+   * Exact local image ID (`sha256:` and 64 lowercase hex digits) of the egress proxy of
+   * policies with `network: { kind: "allowlist", … }`: an image with Node.js ≥ 23.6 as `node`
+   * on its `PATH` (the proxy program is ours and passed on the command line). Never pulled.
+   * Reserving an allowlist policy without it fails with `SandboxConfigurationError`.
+   *
+   * @default undefined (allowlist policies are refused)
+   */
+  readonly proxyImageDigest?: string;
 }
 
 /** The validated, frozen configuration. */
@@ -72,7 +81,15 @@ export interface DockerSandboxBackendSettings {
   readonly datasets: readonly DockerSandboxDataset[];
   /** Identity of the keeper and the guard execs (a uid other than `user.uid`). */
   readonly keeperUser: { readonly uid: number; readonly gid: number };
+  /** The egress proxy's exact image ID, when configured. */
+  readonly proxyImageDigest: string | undefined;
 }
+
+const imageId = (field: string) =>
+  z.string().regex(/^sha256:[0-9a-f]{64}$/u, {
+    error:
+      `must be sha256: followed by 64 lowercase hexadecimal digits, the exact ID of a local image${field} (names and tags are not accepted; list IDs with docker image ls --no-trunc)`,
+  });
 
 const guestId = z.number().int({ error: `must be an integer from 1 to ${MAX_GUEST_ID}` })
   .min(1, { error: `must be a non-root ID from 1 to ${MAX_GUEST_ID} (0 is root): use an unprivileged ID such as 65534` })
@@ -87,10 +104,8 @@ const configSchema = z.strictObject({
     error: "must be 1-32 characters of a-z, 0-9 and '-', starting with a letter or digit",
   }),
   spillDirectory: z.string().max(4096),
-  imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u, {
-    error:
-      "must be sha256: followed by 64 lowercase hexadecimal digits, the exact ID of a local image (names and tags are not accepted; list IDs with docker image ls --no-trunc)",
-  }),
+  imageDigest: imageId(""),
+  proxyImageDigest: imageId(" with node on its PATH").optional(),
   user: z.strictObject({ uid: guestId, gid: guestId }),
   keeperUser: z.strictObject({ uid: guestId, gid: guestId }).optional(),
   // Checked entry by entry by normalizeDatasets, so messages name the index as given.
@@ -144,5 +159,6 @@ export function normalizeBackendConfig(config: DockerSandboxBackendConfig): Dock
     user: Object.freeze({ uid: parsed.user.uid, gid: parsed.user.gid }),
     datasets,
     keeperUser: Object.freeze({ uid: keeperUser.uid, gid: keeperUser.gid }),
+    proxyImageDigest: parsed.proxyImageDigest,
   });
 }

@@ -21,7 +21,7 @@ export const LABELS: {
   namespace: "dev.agentcell.namespace",
   /** The reservation ID. */
   reservation: "dev.agentcell.reservation",
-  /** `volume`, `keeper`, `network` or `accessor`. */
+  /** `volume`, `keeper`, `network`, `accessor`, `proxy` or `egress`. */
   role: "dev.agentcell.role",
   /** Backend revision (`engine-1.52-v2-<profile>`). */
   revision: "dev.agentcell.revision",
@@ -36,7 +36,7 @@ export const LABELS: {
 });
 
 /** Roles of the resources of one sandbox. */
-export type SandboxResourceRole = "volume" | "keeper" | "network" | "accessor";
+export type SandboxResourceRole = "volume" | "keeper" | "network" | "accessor" | "proxy" | "egress";
 
 /** Names of the resources of one sandbox. */
 export interface SandboxResourceNames {
@@ -44,10 +44,14 @@ export interface SandboxResourceNames {
   readonly volume: string;
   /** The keeper (compute) container. */
   readonly keeper: string;
-  /** The private bridge network (`outbound` only). */
+  /** The private bridge network (`outbound`; for `allowlist` an internal one). */
   readonly network: string;
   /** The never-started export accessor container. */
   readonly accessor: string;
+  /** The egress proxy container (`allowlist` only). */
+  readonly proxy: string;
+  /** The proxy's own bridge network to the outside (`allowlist` only). */
+  readonly egress: string;
 }
 
 /**
@@ -68,6 +72,8 @@ export function resourceNames(namespace: string, reservationId: string): Sandbox
     keeper: `${base}-keeper`,
     network: `${base}-network`,
     accessor: `${base}-accessor`,
+    proxy: `${base}-proxy`,
+    egress: `${base}-egress`,
   });
 }
 

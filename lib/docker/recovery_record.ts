@@ -70,6 +70,12 @@ export interface RecoveryIdentity {
   readonly daemonId: string;
   /** Exact workload image ID. */
   readonly imageDigest: string;
+  /**
+   * Exact image ID of the egress proxy: present exactly when the sandbox's network is an
+   * allowlist (its `network` is then internal, and it has a `proxy` and an `egress`).
+   * Records written before the allowlist existed lack it and every `proxy`/`egress` entry.
+   */
+  readonly proxyImageDigest?: string;
   /** The guest user. */
   readonly user: { readonly uid: number; readonly gid: number };
   /** The keeper's user (its containers' `User`). */
@@ -94,7 +100,10 @@ export interface DockerSandboxRecoveryRecord {
   readonly identity: RecoveryIdentity;
   /** SHA-256 (hex) of the canonical JSON of `identity`. */
   readonly identityDigest: string;
-  /** Resources by role; `network` only for `outbound`, `accessor` once an export began. */
+  /**
+   * Resources by role; `network` only for `outbound` and `allowlist`, `proxy` and `egress`
+   * only for `allowlist`, `accessor` once an export began.
+   */
   readonly resources: Readonly<Partial<Record<SandboxResourceRole, RecoveryResource>>>;
   /** Index signature of the neutral `SandboxRecoveryRecord` contract. */
   readonly [field: string]: unknown;
@@ -125,9 +134,18 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     namespace: z.string().min(1).max(32),
     daemonId: z.string().max(255),
     imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u),
+    proxyImageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u).optional(),
     user: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
     keeperUser: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
-    names: z.strictObject({ volume: nameSchema, keeper: nameSchema, network: nameSchema, accessor: nameSchema }),
+    // `proxy` and `egress` are optional: records written before the allowlist lack them.
+    names: z.strictObject({
+      volume: nameSchema,
+      keeper: nameSchema,
+      network: nameSchema,
+      accessor: nameSchema,
+      proxy: nameSchema.optional(),
+      egress: nameSchema.optional(),
+    }),
     nonce: hex(32),
     configurationDigest: hex(64),
     policyDigest: hex(64),
@@ -138,12 +156,17 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     network: resourceSchema.optional(),
     keeper: resourceSchema,
     accessor: resourceSchema.optional(),
+    proxy: resourceSchema.optional(),
+    egress: resourceSchema.optional(),
   }),
 }).superRefine((record, context) => {
   // The resource table must name the identity's own resources: a name or ID edited into it
   // (the identity digest does not cover it) is refused, never acted on.
   for (const [role, entry] of Object.entries(record.resources) as [SandboxResourceRole, { name: string; id?: string } | undefined][]) {
     if (!entry) continue;
+    if ((role === "proxy" || role === "egress") && record.identity.proxyImageDigest === undefined) {
+      context.addIssue({ code: "custom", path: ["resources", role], message: "must be absent when identity.proxyImageDigest is absent (only allowlist sandboxes have one)" });
+    }
     if (entry.name !== record.identity.names[role]) {
       context.addIssue({ code: "custom", path: ["resources", role, "name"], message: `must be the identity's ${role} name ${record.identity.names[role]}` });
     }
@@ -187,6 +210,8 @@ export function configurationDigest(settings: DockerSandboxBackendSettings): str
     keeperUser: settings.keeperUser,
     imageDigest: settings.imageDigest,
     datasets: settings.datasets,
+    // Absent (and so not in the digest) unless configured: older records keep their digest.
+    proxyImageDigest: settings.proxyImageDigest,
   });
 }
 

@@ -1,5 +1,6 @@
 /**
- * The one resource table of a sandbox: per role (volume, network, keeper, accessor) how to
+ * The one resource table of a sandbox: per role (volume, network, keeper, accessor, and for
+ * an allowlist network the egress proxy and its egress bridge) how to
  * inspect it by exact name or ID, check its labels and configuration fingerprint, and remove
  * it by exact ID — and the recorded create and remove steps that acquisition, `stop()`,
  * `destroy()` and recovery all share.
@@ -21,7 +22,7 @@ import { SandboxConflictError, SandboxEngineError, type SandboxError } from "../
 import type { DockerEngine } from "../engine/client.ts";
 import { inspectContainer, removeContainer } from "../engine/containers.ts";
 import { DockerEngineError } from "../engine/errors.ts";
-import { inspectNetwork, removeNetwork } from "../engine/networks.ts";
+import { GATEWAY_MODE_OPTION, inspectNetwork, isolatedGateway, removeNetwork } from "../engine/networks.ts";
 import { inspectVolume, removeVolume } from "../engine/volumes.ts";
 import { labelsMatch, resourceLabels, type SandboxResourceRole } from "./names.ts";
 import type { RecoveryLog } from "./recovery_log.ts";
@@ -58,13 +59,15 @@ export interface ResourceRoleEntry {
   remove(engine: DockerEngine, id: string, options: ResourceCallOptions): Promise<boolean>;
 }
 
-function containerEntry(): ResourceRoleEntry {
+/** A container role; `imageOf` names the image its containers must run. */
+function containerEntry(imageOf: (record: DockerSandboxRecoveryRecord) => string | undefined): ResourceRoleEntry {
   return {
     kind: "container",
     async inspect(engine, record, nameOrId, options) {
       try {
         const found = await inspectContainer(engine, nameOrId, options);
-        const { imageDigest, keeperUser: user } = record.identity;
+        const { keeperUser: user } = record.identity;
+        const imageDigest = imageOf(record);
         const mismatches: string[] = [];
         if (found.Image !== imageDigest) mismatches.push(`image is ${found.Image}`);
         if (found.Config.User !== `${user.uid}:${user.gid}`) mismatches.push(`user is ${found.Config.User}`);
@@ -97,6 +100,23 @@ function containerEntry(): ResourceRoleEntry {
   };
 }
 
+/** A network role; `internal(record)` says whether the network must be internal and isolated. */
+function networkEntry(internal: (record: DockerSandboxRecoveryRecord) => boolean): ResourceRoleEntry {
+  return {
+    kind: "network",
+    async inspect(engine, record, nameOrId, options) {
+      const found = await inspectNetwork(engine, nameOrId, options);
+      if (!found) return undefined;
+      const wanted = internal(record);
+      const mismatches = found.Driver === "bridge" && found.Internal === wanted && isolatedGateway(found) === wanted
+        ? []
+        : [`driver ${found.Driver}, internal ${found.Internal}, gateway mode ${found.Options?.[GATEWAY_MODE_OPTION] ?? "default"}`];
+      return { id: found.Id, name: found.Name, labels: found.Labels ?? {}, mismatches };
+    },
+    remove: (engine, id, options) => removeNetwork(engine, id, options),
+  };
+}
+
 /** The resource table. */
 export const RESOURCE_TABLE: Readonly<Record<SandboxResourceRole, ResourceRoleEntry>> = Object.freeze({
   volume: {
@@ -108,22 +128,17 @@ export const RESOURCE_TABLE: Readonly<Record<SandboxResourceRole, ResourceRoleEn
     },
     remove: (engine, name, options) => removeVolume(engine, name, options),
   },
-  network: {
-    kind: "network",
-    async inspect(engine, _record, nameOrId, options) {
-      const found = await inspectNetwork(engine, nameOrId, options);
-      if (!found) return undefined;
-      const mismatches = found.Driver === "bridge" && !found.Internal ? [] : [`driver ${found.Driver}, internal ${found.Internal}`];
-      return { id: found.Id, name: found.Name, labels: found.Labels ?? {}, mismatches };
-    },
-    remove: (engine, id, options) => removeNetwork(engine, id, options),
-  },
-  keeper: containerEntry(),
-  accessor: containerEntry(),
+  // An allowlist sandbox's own network is internal with an isolated gateway (no address on
+  // the host); every other bridge of ours is neither (see egress/networks.ts).
+  network: networkEntry((record) => record.identity.proxyImageDigest !== undefined),
+  egress: networkEntry(() => false),
+  keeper: containerEntry((record) => record.identity.imageDigest),
+  accessor: containerEntry((record) => record.identity.imageDigest),
+  proxy: containerEntry((record) => record.identity.proxyImageDigest),
 });
 
-/** Roles in removal order: containers before the network before the volume. */
-export const REMOVAL_ORDER: readonly SandboxResourceRole[] = Object.freeze(["keeper", "accessor", "network", "volume"]);
+/** Roles in removal order: containers before the networks before the volume. */
+export const REMOVAL_ORDER: readonly SandboxResourceRole[] = Object.freeze(["keeper", "proxy", "accessor", "network", "egress", "volume"]);
 
 /** Whether `observed` is this record's resource of `role`: exact name, exact labels, fingerprint. */
 export function isOwned(record: DockerSandboxRecoveryRecord, role: SandboxResourceRole, observed: ObservedResource): boolean {

@@ -45,6 +45,7 @@ import { importTreeInto } from "./files/import_tree.ts";
 import { readGuestFile, writeGuestFile } from "./files/guest_files.ts";
 import { TransferGuard } from "./files/_transfer_guard.ts";
 import { raceDeadline } from "../streams/deadline.ts";
+import type { DockerEgressEvents } from "./egress/events.ts";
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
 export interface DockerSandboxResources {
@@ -52,10 +53,14 @@ export interface DockerSandboxResources {
   readonly keeperId: string;
   /** Volume name. */
   readonly volumeName: string;
-  /** Network ID (`outbound`), else `undefined`. */
+  /** Network ID (`outbound`; for `allowlist` the internal network), else `undefined`. */
   readonly networkId: string | undefined;
   /** Export accessor container ID once created, else `undefined`. */
   readonly accessorId: string | undefined;
+  /** Egress proxy container ID (`allowlist`), else `undefined`. */
+  readonly proxyId?: string;
+  /** Egress bridge network ID (`allowlist`), else `undefined`. */
+  readonly egressId?: string;
 }
 
 /**
@@ -71,6 +76,9 @@ export interface DockerSandboxResources {
  *   a partial failure; "already gone" (404) counts as done. No prune, label scan or name
  *   fallback.
  * - `await using sandbox = await reservation.start()` destroys at scope exit.
+ * - With policy `network: { kind: "allowlist" }`, `egress` yields the proxy's decisions;
+ *   `stop()` also removes the proxy container, `destroy()` both networks, and a proxy that
+ *   stops on its own stops the sandbox.
  * - `importTree()` writes trees between processes (policy `processes: "one"`: before the
  *   process is reserved); `exportTree()` reads them after `stop()` through a never-started
  *   read-only accessor container.
@@ -138,6 +146,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     };
     acquired.log.bound(() => ({ timeoutMs: policy.deadlines.cleanupMs }));
     this.#watchKeeper();
+    this.#watchProxy();
     // A lease that ends before compute is removed (a guest process killed it) no longer
     // guards anything: the sandbox stops.
     acquired.lease?.lost.then(() =>
@@ -160,6 +169,22 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     }).catch(() => {
       // Ended by stop(), or the Engine connection failed: there is nothing to report to.
     });
+  }
+
+  /**
+   * Notice an egress proxy that stops on its own (killed, OOM, removed from outside): the
+   * guest's egress is gone, so the sandbox stops with a `SandboxStoppedError` that says so
+   * (one long poll, like the keeper's). Allowlist sandboxes only.
+   */
+  #watchProxy(): void {
+    const egress = this.#acquired.egress;
+    if (egress === undefined) return;
+    const signal = this.#stopping.signal;
+    waitContainer(this.#engine, egress.proxyId, { condition: "not-running", signal }).then(async () => {
+      if (!signal.aborted) {
+        await this.#stopFor(new SandboxStoppedError("Cannot continue: the egress proxy container stopped on its own, so the sandbox was stopped"));
+      }
+    }).catch(() => {});
   }
 
   /**
@@ -190,7 +215,16 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       volumeName: this.#acquired.volumeName,
       networkId: this.#acquired.networkId,
       accessorId: this.#accessorId,
+      ...(this.#acquired.egress ? { proxyId: this.#acquired.egress.proxyId, egressId: this.#acquired.egress.egressId } : {}),
     };
+  }
+
+  /**
+   * The egress proxy's decisions (policy `network: { kind: "allowlist" }`), else
+   * `undefined`: a bounded queue read as an async iterable (see {@linkcode DockerEgressEvents}).
+   */
+  get egress(): DockerEgressEvents | undefined {
+    return this.#acquired.egress?.events;
   }
 
   /** Resource names derived from the reservation. */
@@ -533,9 +567,22 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     } catch (error) {
       throw asSandboxError(error, "stop sandbox");
     }
+    await this.#removeProxy();
     this.#keeperRemoved = true;
     this.#acquired.lease?.release();
     this.#computeRemoved.resolve();
+  }
+
+  /** Compute is gone, so egress goes too: the proxy container (networks stay until destroy). */
+  async #removeProxy(): Promise<void> {
+    const egress = this.#acquired.egress;
+    if (egress === undefined) return;
+    try {
+      await removeRecorded(this.#engine, this.#acquired.log, "proxy", { timeoutMs: this.#policy.deadlines.cleanupMs });
+    } catch (error) {
+      throw asSandboxError(error, "stop sandbox");
+    }
+    egress.attach.close().catch(() => {});
   }
 
   async #destroy(): Promise<void> {

@@ -47,16 +47,18 @@ export interface WorkloadSpec {
    * dataset read-only; for the export accessor only the volume, read-only.
    */
   readonly mounts: readonly WorkloadMount[];
-  /** Network name (`outbound`), or `undefined` for `none`. */
+  /** Network name (`outbound`, `allowlist`), or `undefined` for `none`. */
   readonly networkName: string | undefined;
   /** Exact labels of the container. */
   readonly labels: Readonly<Record<string, string>>;
   /** AppArmor profile the daemon applies (`docker-default` or empty). */
   readonly appArmorProfile: string;
+  /** `NAME=value` entries after the fixed ones (an allowlist's proxy variables, `egress/guest_env.ts`). */
+  readonly extraEnv?: readonly string[];
 }
 
-function envEntries(): string[] {
-  return Object.entries(FIXED_GUEST_ENV).map(([name, value]) => `${name}=${value}`);
+function envEntries(spec: WorkloadSpec): string[] {
+  return [...Object.entries(FIXED_GUEST_ENV).map(([name, value]) => `${name}=${value}`), ...(spec.extraEnv ?? [])];
 }
 
 function tmpfsOptions(bytes: number, user: { uid: number; gid: number }, mode: string): string {
@@ -80,7 +82,7 @@ export function keeperCreateBody(spec: WorkloadSpec): Record<string, unknown> {
     Entrypoint: ["/bin/sh"],
     Cmd: [...KEEPER_COMMAND],
     WorkingDir: WORKSPACE_PATH,
-    Env: envEntries(),
+    Env: envEntries(spec),
     Labels: { ...spec.labels },
     Tty: false,
     OpenStdin: false,
@@ -142,7 +144,7 @@ export function workloadMismatches(inspect: ContainerInspect, spec: WorkloadSpec
   check(inspect.Image === spec.imageDigest, `image is ${inspect.Image}`);
   check(config.User === `${spec.keeperUser.uid}:${spec.keeperUser.gid}`, `user is '${config.User}'`);
   check(sameList(config.Entrypoint, ["/bin/sh"]) && sameList(config.Cmd, KEEPER_COMMAND), "entrypoint/command is not the fixed keeper");
-  check(sameList(config.Env, envEntries()), `environment is ${JSON.stringify(config.Env)}`);
+  check(sameList(config.Env, envEntries(spec)), `environment is ${JSON.stringify(config.Env)}`);
   check(!config.Tty && !config.OpenStdin, "a TTY or stdin is attached");
   check(Object.keys(config.ExposedPorts ?? {}).length === 0, "ports are exposed");
   check(host.ReadonlyRootfs, "root file system is writable");

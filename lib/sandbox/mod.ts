@@ -58,6 +58,7 @@ export type {
   SandboxDeadlinesInput,
   SandboxExecutionPolicy,
   SandboxNetwork,
+  SandboxNetworkSettings,
   SandboxPolicy,
   SandboxPolicyInput,
   SandboxProcessMode,
@@ -66,6 +67,13 @@ export type {
   SandboxTmpfsInput,
   SandboxWorkspaceDiskQuota,
 } from "./policy.ts";
+export {
+  MAX_ALLOWLIST_ENTRIES,
+  MAX_EGRESS_CONNECTIONS,
+  MAX_RESOLVE_ADDRESSES,
+  type SandboxAllowlistNetwork,
+  type SandboxAllowlistNetworkSettings,
+} from "./network_allowlist.ts";
 export { parseSandboxRelativePath } from "./paths.ts";
 export {
   DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,

@@ -8,6 +8,12 @@
 import { z } from "zod";
 import { SandboxConfigurationError, SandboxUnsupportedError } from "./errors.ts";
 import { expect, parseConfiguration } from "./_zod_issues.ts";
+import {
+  normalizeAllowlist,
+  type SandboxAllowlistNetwork,
+  type SandboxAllowlistNetworkSettings,
+  sandboxNetworkSchema,
+} from "./network_allowlist.ts";
 
 const MIB = 1024 * 1024;
 
@@ -250,6 +256,8 @@ export const MAX_CONCURRENT_PROCESSES = 1024;
  * - `isolated`: no network interface but loopback (Docker network `none`).
  * - `outbound`: a private bridge network; the guest can reach host, LAN and internet services.
  *   There is no domain allowlist and no inbound port.
+ * - `{ kind: "allowlist", hosts, … }`: only the listed hosts, through an egress proxy (see
+ *   {@linkcode SandboxAllowlistNetwork}).
  *
  * @example
  * ```ts
@@ -258,7 +266,19 @@ export const MAX_CONCURRENT_PROCESSES = 1024;
  * const network: SandboxNetwork = "outbound";
  * ```
  */
-export type SandboxNetwork = "isolated" | "outbound";
+export type SandboxNetwork = "isolated" | "outbound" | SandboxAllowlistNetwork;
+
+/**
+ * A network profile after normalisation: an allowlist has every default filled.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxNetworkSettings } from "./policy.ts";
+ *
+ * const network: SandboxNetworkSettings = "isolated";
+ * ```
+ */
+export type SandboxNetworkSettings = "isolated" | "outbound" | SandboxAllowlistNetworkSettings;
 
 /**
  * Request for a hard workspace disk quota.
@@ -435,7 +455,7 @@ export interface SandboxPolicy {
   /** Exact compute limits. */
   readonly resources: SandboxResources;
   /** Network profile. */
-  readonly network: SandboxNetwork;
+  readonly network: SandboxNetworkSettings;
   /** Hard workspace disk quota request. */
   readonly workspaceDiskQuota: SandboxWorkspaceDiskQuota;
   /** tmpfs sizes, in bytes. */
@@ -495,9 +515,7 @@ export const sandboxPolicyInputSchema: z.ZodType<SandboxPolicyInput> = z.strictO
     memoryBytes: integerFrom(MIN_MEMORY_BYTES, Number.MAX_SAFE_INTEGER, "bytes"),
     pids: integerFrom(MIN_PIDS, MAX_PIDS, "processes"),
   }),
-  network: z.enum(["isolated", "outbound"], {
-    error: expect('must be "isolated" or "outbound"'),
-  }).optional(),
+  network: sandboxNetworkSchema.optional(),
   workspaceDiskQuota: z.discriminatedUnion("kind", [
     z.strictObject({ kind: z.literal("not_requested") }),
     z.strictObject({
@@ -589,7 +607,7 @@ export function normalizePolicy(input: SandboxPolicyInput): SandboxPolicy {
       memoryBytes,
       pids: parsed.resources.pids,
     }),
-    network: parsed.network ?? "isolated",
+    network: typeof parsed.network === "object" ? normalizeAllowlist(parsed.network) : parsed.network ?? "isolated",
     workspaceDiskQuota: Object.freeze(workspaceDiskQuota),
     tmpfs: Object.freeze(tmpfs),
     controllerLoss: parsed.controllerLoss ?? "continue",

@@ -9,7 +9,7 @@
 //   exporting       during an export, after the first entry arrived
 // Other settings: AGENTCELL_CHILD_STORE (the store directory), AGENTCELL_CHILD_SPILL (spill
 // directory), AGENTCELL_CHILD_POLICY (JSON policy), AGENTCELL_CHILD_NAMESPACE (default
-// "test"). It prints "ready <reservationId>" lines.
+// "test"), AGENTCELL_CHILD_PROXY_IMAGE (config.proxyImageDigest, for allowlist policies). It prints "ready <reservationId>" lines.
 // Runs unchanged on Deno, Bun and Node.
 import process from "node:process";
 import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
@@ -30,6 +30,7 @@ const backend = createDockerSandboxBackend({
   spillDirectory: process.env.AGENTCELL_CHILD_SPILL!,
   imageDigest: process.env.AGENTCELL_TEST_BUSYBOX_IMAGE!,
   user: { uid: 65534, gid: 65534 },
+  proxyImageDigest: process.env.AGENTCELL_CHILD_PROXY_IMAGE,
 });
 let records = 0;
 const reservation = backend.reserve({ policy: JSON.parse(process.env.AGENTCELL_CHILD_POLICY!) }, {

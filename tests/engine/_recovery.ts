@@ -10,7 +10,13 @@ import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_reco
 import { createFileRecoveryStore, type FileRecoveryStore } from "../../lib/docker/recovery_store.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
-import { busyboxImage, endpoint } from "./_engine.ts";
+import { execFile } from "node:child_process";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
+import { busyboxImage, endpoint, runtimeCommand } from "./_engine.ts";
+
+const CHILD = fileURLToPath(new URL("./_controller_child.ts", import.meta.url));
 
 /** A backend, its file recovery store and its spill directory. */
 export interface World {
@@ -24,8 +30,11 @@ export interface World {
   fresh(): DockerSandboxBackend;
 }
 
-/** Run `fn` in a fresh world on `via` (default: the lane's engine); its directory is removed after. */
-export async function withWorld(fn: (world: World) => Promise<void>, via: string = endpoint!): Promise<void> {
+/**
+ * Run `fn` in a fresh world on `via` (default: the lane's engine); its directory is removed
+ * after. `proxyImageDigest` is the backends' `config.proxyImageDigest` (allowlist policies).
+ */
+export async function withWorld(fn: (world: World) => Promise<void>, via: string = endpoint!, proxyImageDigest?: string): Promise<void> {
   const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-recovery-")));
   try {
     const spill = join(root, "spill");
@@ -39,6 +48,7 @@ export async function withWorld(fn: (world: World) => Promise<void>, via: string
         spillDirectory: spill,
         imageDigest: busyboxImage,
         user: { uid: 65534, gid: 65534 },
+        proxyImageDigest,
       });
     await fn({ backend: fresh(), store, spill, fresh });
   } finally {
@@ -63,9 +73,33 @@ export async function assertNothingLeft(engine: DockerEngine, record: DockerSand
   await gone(`/containers/${names.accessor}/json`);
   await gone(`/networks/${names.network}`);
   await gone(`/volumes/${names.volume}`);
+  if (names.proxy) await gone(`/containers/${names.proxy}/json`);
+  if (names.egress) await gone(`/networks/${names.egress}`);
   for (const [role, entry] of Object.entries(record.resources)) {
     if (!entry?.id) continue;
-    const path = role === "volume" ? `/volumes/${entry.id}` : role === "network" ? `/networks/${entry.id}` : `/containers/${entry.id}/json`;
+    const path = role === "volume" ? `/volumes/${entry.id}` : role === "network" || role === "egress" ? `/networks/${entry.id}` : `/containers/${entry.id}/json`;
     await gone(path);
   }
+}
+
+/**
+ * Run the child host program (`_controller_child.ts`) of `world` until it dies; it must die
+ * by SIGKILL at `killAt`. `env` adds settings (`AGENTCELL_CHILD_PROXY_IMAGE`).
+ */
+export async function runChild(world: World, killAt: string, childPolicy: SandboxPolicyInput, env: Record<string, string> = {}): Promise<void> {
+  const [command, args] = runtimeCommand(CHILD);
+  const outcome = await new Promise<{ signal: string | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(command, args, {
+      env: {
+        ...process.env,
+        AGENTCELL_CHILD_KILL_AT: killAt,
+        AGENTCELL_CHILD_STORE: world.store.directory,
+        AGENTCELL_CHILD_SPILL: world.spill,
+        AGENTCELL_CHILD_POLICY: JSON.stringify(childPolicy),
+        ...env,
+      },
+      timeout: 120_000,
+    }, (error, stdout, stderr) => resolve({ signal: (error as { signal?: string } | null)?.signal ?? null, stdout, stderr }));
+  });
+  assert.equal(outcome.signal, "SIGKILL", `the child died by SIGKILL at ${killAt}: ${outcome.stdout} ${outcome.stderr}`);
 }

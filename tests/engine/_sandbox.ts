@@ -27,14 +27,15 @@ export function recordingPort(): { records: SandboxRecoveryRecord[]; record(reco
 
 /**
  * Run `fn` with a backend and a fresh spill directory, removed afterwards; `via` is the
- * endpoint the backend talks to (the lane's engine, or a fault proxy in front of it), and
- * `datasets` its `config.datasets`.
+ * endpoint the backend talks to (the lane's engine, or a fault proxy in front of it),
+ * `datasets` its `config.datasets` and `proxyImageDigest` its `config.proxyImageDigest`.
  */
 export async function withBackend(
   fn: (backend: DockerSandboxBackend, spillDirectory: string) => Promise<void>,
   image: string = busyboxImage,
   via: string = endpoint!,
   datasets: readonly DockerSandboxDataset[] = [],
+  proxyImageDigest?: string,
 ): Promise<void> {
   const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-spill-")));
   try {
@@ -46,6 +47,7 @@ export async function withBackend(
       imageDigest: image,
       user: { uid: 65534, gid: 65534 },
       datasets,
+      proxyImageDigest,
     });
     await fn(backend, spillDirectory);
   } finally {
@@ -80,11 +82,13 @@ async function assertAbsent(engine: DockerEngine, path: string): Promise<void> {
 
 /** Assert that every resource of `sandbox` answers 404 by its exact identity. */
 export async function assertGone(engine: DockerEngine, sandbox: DockerSandbox): Promise<void> {
-  const { keeperId, volumeName, networkId, accessorId } = sandbox.resources;
+  const { keeperId, volumeName, networkId, accessorId, proxyId, egressId } = sandbox.resources;
   await assertAbsent(engine, `/containers/${keeperId}/json`);
   await assertAbsent(engine, `/volumes/${volumeName}`);
   if (networkId) await assertAbsent(engine, `/networks/${networkId}`);
   if (accessorId) await assertAbsent(engine, `/containers/${accessorId}/json`);
+  if (proxyId) await assertAbsent(engine, `/containers/${proxyId}/json`);
+  if (egressId) await assertAbsent(engine, `/networks/${egressId}`);
   assert.equal(sandbox.state, "destroyed");
 }
 
@@ -94,6 +98,8 @@ export async function assertNamesAbsent(engine: DockerEngine, names: SandboxReso
   await assertAbsent(engine, `/containers/${names.accessor}/json`);
   await assertAbsent(engine, `/volumes/${names.volume}`);
   await assertAbsent(engine, `/networks/${names.network}`);
+  await assertAbsent(engine, `/containers/${names.proxy}/json`);
+  await assertAbsent(engine, `/networks/${names.egress}`);
 }
 
 /** Read a whole byte stream as UTF-8 text. */

@@ -3,39 +3,18 @@
 // recovers each record, cleans up, and nothing named remains. Also: the controller lease,
 // the guest-side deadline, and look-alikes that are never adopted.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { LABELS } from "../../lib/docker/names.ts";
 import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { SandboxConflictError } from "../../lib/sandbox/errors.ts";
-import { busyboxImage, engineTest, eventually, runtimeCommand } from "./_engine.ts";
-import { assertNothingLeft, onlyRecord, type World, withWorld } from "./_recovery.ts";
+import { busyboxImage, engineTest, eventually } from "./_engine.ts";
+import { assertNothingLeft, onlyRecord, runChild as runChildWith, type World, withWorld } from "./_recovery.ts";
 import { recordingPort } from "./_sandbox.ts";
 
-const CHILD = fileURLToPath(new URL("./_controller_child.ts", import.meta.url));
 const policy: SandboxPolicyInput = { resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 } };
-
-/** Run the child host program until it dies; it must die by SIGKILL. */
-async function runChild(world: World, killAt: string, childPolicy: SandboxPolicyInput = policy): Promise<void> {
-  const [command, args] = runtimeCommand(CHILD);
-  const outcome = await new Promise<{ signal: string | null; stdout: string; stderr: string }>((resolve) => {
-    execFile(command, args, {
-      env: {
-        ...process.env,
-        AGENTCELL_CHILD_KILL_AT: killAt,
-        AGENTCELL_CHILD_STORE: world.store.directory,
-        AGENTCELL_CHILD_SPILL: world.spill,
-        AGENTCELL_CHILD_POLICY: JSON.stringify(childPolicy),
-      },
-      timeout: 120_000,
-    }, (error, stdout, stderr) => resolve({ signal: (error as { signal?: string } | null)?.signal ?? null, stdout, stderr }));
-  });
-  assert.equal(outcome.signal, "SIGKILL", `the child died by SIGKILL at ${killAt}: ${outcome.stdout} ${outcome.stderr}`);
-}
+const runChild = (world: World, killAt: string, childPolicy: SandboxPolicyInput = policy) => runChildWith(world, killAt, childPolicy);
 
 /** Recover every record of the store, clean up, and drop the records whose cleanup completed. */
 async function reclaim(world: World, options: { settleUncertainAfterMs?: number } = {}): Promise<{ complete: number; uncertain: number }> {

@@ -1,7 +1,7 @@
 /**
  * The egress proxy program: ours, run by the JS runtime of a caller-supplied image inside the
- * sandbox's proxy container, copied in as this one file (it imports only `node:` modules, so
- * it needs nothing else in the image). It speaks HTTP `CONNECT host:port` (tunnels, e.g.
+ * sandbox's proxy container, passed as this one file's text on its command line (it imports
+ * only `node:` modules, so it needs nothing else in the image; see `proxy_container.ts`). It speaks HTTP `CONNECT host:port` (tunnels, e.g.
  * HTTPS; TLS is never terminated) and absolute-form HTTP requests (`GET http://host/…`),
  * and lets a request through only when
  *
@@ -31,7 +31,11 @@ import { createServer, type IncomingMessage, request as httpRequest, type Server
 import { connect, isIP, type Socket } from "node:net";
 import process from "node:process";
 
-/** What the proxy enforces (validated by the controller before it is written). */
+/**
+ * What the proxy enforces (validated by the controller before it is written): the policy's
+ * `SandboxAllowlistNetworkSettings` plus the port and the host's addresses. Declared here,
+ * not imported, because this file runs alone in the proxy container (only `node:` imports).
+ */
 export interface EgressProxyConfig {
   /** TCP port to listen on (all interfaces of the proxy container). */
   readonly port: number;
@@ -370,9 +374,12 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
   });
 }
 
-// Run as the proxy container's program: configuration from the environment, decisions to stdout.
+// Run as the proxy container's program: configuration from the environment, decisions to
+// stdout. The controller passes this file's text as `node --input-type=module-typescript -e`
+// (no script path: `process.argv[1]` is absent); run as a file, the path must be this one.
 const configText = process.env.AGENTCELL_EGRESS_CONFIG;
-if (configText !== undefined && process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/^.*\//u, "/"))) {
+const script = process.argv[1];
+if (configText !== undefined && (script === undefined || import.meta.url.endsWith(script.replace(/^.*\//u, "/")))) {
   const config = JSON.parse(configText) as EgressProxyConfig;
   startEgressProxy(config, (event) => process.stdout.write(`${JSON.stringify(event)}\n`)).then(
     (proxy) => process.stdout.write(`${JSON.stringify({ event: "listening", port: proxy.port })}\n`),

@@ -1,0 +1,195 @@
+/**
+ * The egress proxy container of an allowlist sandbox: its create body (hardened like the
+ * keeper) and the readback that checks the Engine applied every part of it.
+ *
+ * How the program gets in (measured on Engine 28.5, runc): `PUT /containers/{id}/archive`
+ * cannot write into a read-only root file system (the Engine refuses unless the target is
+ * a volume mount), and a copy into a tmpfs of a created, not yet started container does not
+ * land in the tmpfs the started container sees. So the program's text is passed on the
+ * command line, `node --input-type=module-typescript -e <text>` (Node ≥ 23.6 strips the
+ * types), and read back byte for byte from `Config.Cmd` before the container starts: no
+ * writable path, no volume, nothing the guest can reach. Its configuration is JSON in the
+ * `AGENTCELL_EGRESS_CONFIG` environment variable, read back the same way.
+ *
+ * @module
+ */
+import { isDeepStrictEqual } from "node:util";
+import { z } from "zod";
+import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
+import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
+import type { ContainerInspect } from "../../engine/containers.ts";
+import type { EgressProxyConfig } from "./proxy_program.ts";
+
+/** TCP port the proxy listens on inside its container. */
+export const PROXY_PORT = 3128;
+
+/**
+ * The proxy container's fixed limits: 0.5 CPU, 128 MiB of memory (no swap; Node's resident
+ * set is ~50 MiB, and on cgroup v1 the `node` binary's file pages are charged too), 64 PIDs
+ * (Node's threads: main, libuv pool of 4, V8 workers).
+ */
+export const PROXY_LIMITS: { readonly cpus: number; readonly memoryBytes: number; readonly pids: number } = Object.freeze({
+  cpus: 0.5,
+  memoryBytes: 128 * 1024 * 1024,
+  pids: 64,
+});
+
+/** `PATH` of the proxy container (the image's `node` is found through it). */
+const PROXY_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** Everything the proxy's create body depends on. */
+export interface ProxySpec {
+  /** Exact image ID (with `node` on its `PATH`). */
+  readonly imageDigest: string;
+  /** The container's user (the backend's `keeperUser`). */
+  readonly user: { readonly uid: number; readonly gid: number };
+  /** The program's text. */
+  readonly program: string;
+  /** What the program enforces. */
+  readonly config: EgressProxyConfig;
+  /** The sandbox's internal network name (the container's `NetworkMode`). */
+  readonly internalNetwork: string;
+  /** The egress bridge's name. */
+  readonly egressNetwork: string;
+  /** Exact labels. */
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** The program's configuration for an allowlist policy. */
+export function proxyConfig(allowlist: SandboxAllowlistNetworkSettings, hostAddresses: readonly string[]): EgressProxyConfig {
+  return {
+    port: PROXY_PORT,
+    hosts: allowlist.hosts,
+    addresses: allowlist.addresses,
+    hostAddresses,
+    resolve: allowlist.resolve,
+    maxConnections: allowlist.maxConnections,
+    idleTimeoutMs: allowlist.idleTimeoutMs,
+    maxBytesPerConnection: allowlist.maxBytesPerConnection,
+  };
+}
+
+function command(spec: ProxySpec): string[] {
+  return ["--input-type=module-typescript", "-e", spec.program];
+}
+
+function environment(spec: ProxySpec): string[] {
+  // NODE_OPTIONS is emptied so an image's own cannot load code into the proxy.
+  return [`PATH=${PROXY_PATH}`, "NODE_OPTIONS=", `AGENTCELL_EGRESS_CONFIG=${JSON.stringify(spec.config)}`];
+}
+
+/** The `POST /containers/create` body of the proxy (Engine API v1.44+: two endpoints at create). */
+export function proxyCreateBody(spec: ProxySpec): Record<string, unknown> {
+  return {
+    Image: spec.imageDigest,
+    User: `${spec.user.uid}:${spec.user.gid}`,
+    Entrypoint: ["node"],
+    Cmd: command(spec),
+    WorkingDir: "/",
+    Env: environment(spec),
+    Labels: { ...spec.labels },
+    Tty: false,
+    OpenStdin: false,
+    AttachStdin: false,
+    AttachStdout: true,
+    AttachStderr: true,
+    ExposedPorts: {},
+    HostConfig: {
+      ReadonlyRootfs: true,
+      CapDrop: ["ALL"],
+      CapAdd: [],
+      SecurityOpt: ["no-new-privileges"],
+      PidMode: "",
+      IpcMode: "private",
+      CgroupnsMode: "private",
+      UsernsMode: "",
+      Privileged: false,
+      Memory: PROXY_LIMITS.memoryBytes,
+      MemorySwap: PROXY_LIMITS.memoryBytes,
+      NanoCpus: Math.round(PROXY_LIMITS.cpus * 1e9),
+      PidsLimit: PROXY_LIMITS.pids,
+      NetworkMode: spec.internalNetwork,
+      Tmpfs: {},
+      Mounts: [],
+      Binds: [],
+      Devices: [],
+      PortBindings: {},
+      PublishAllPorts: false,
+      Init: false,
+      RestartPolicy: { Name: "no" },
+      AutoRemove: false,
+      LogConfig: { Type: "none", Config: {} },
+    },
+    NetworkingConfig: { EndpointsConfig: { [spec.internalNetwork]: {}, [spec.egressNetwork]: {} } },
+  };
+}
+
+const networksSchema = z.looseObject({
+  NetworkSettings: z.looseObject({
+    Networks: z.record(z.string(), z.looseObject({ IPAddress: z.string(), NetworkID: z.string() })).nullable(),
+  }),
+});
+
+/** A container's networks by name, as inspect shows them (`{}` when absent). */
+export function containerNetworks(inspect: ContainerInspect): Readonly<Record<string, { readonly IPAddress: string; readonly NetworkID: string }>> {
+  const parsed = networksSchema.safeParse(inspect);
+  return parsed.success ? parsed.data.NetworkSettings.Networks ?? {} : {};
+}
+
+/** `HostConfig` fields read back and compared with what the create body sent. */
+const HOST_FIELDS = [
+  "ReadonlyRootfs", "CapDrop", "CapAdd", "SecurityOpt", "PidMode", "IpcMode", "CgroupnsMode", "UsernsMode", "Privileged",
+  "Memory", "MemorySwap", "NanoCpus", "PidsLimit", "NetworkMode", "Tmpfs", "Mounts", "Binds", "Devices", "PortBindings",
+  "PublishAllPorts",
+] as const;
+
+/** An absent list or map reads back as `null`; compare it as the empty one that was sent. */
+function readBack(actual: unknown, sent: unknown): unknown {
+  if (actual !== null && actual !== undefined) return actual;
+  return Array.isArray(sent) ? [] : typeof sent === "object" ? {} : actual;
+}
+
+/**
+ * Compare the proxy's `GET /containers/{id}/json` with its spec: every hardening field of
+ * `HostConfig` against the create body itself (one source for what is sent and what is
+ * checked), then the image, user, command, environment, attachments and networks.
+ *
+ * @param running whether it must be running (after start) or merely created
+ * @returns one sentence per mismatch (empty when everything matches)
+ */
+export function proxyMismatches(inspect: ContainerInspect, spec: ProxySpec, running: boolean): string[] {
+  const problems: string[] = [];
+  const check = (ok: boolean, what: string) => {
+    if (!ok) problems.push(what);
+  };
+  const { Config: config, HostConfig: host } = inspect;
+  const sent = proxyCreateBody(spec).HostConfig as Record<string, unknown>;
+  for (const field of HOST_FIELDS) {
+    const actual = readBack(host[field], sent[field]);
+    check(isDeepStrictEqual(actual, sent[field]), `HostConfig.${field} is ${JSON.stringify(actual)}`);
+  }
+  check((host.DeviceRequests ?? []).length === 0 && (host.VolumesFrom ?? []).length === 0 && inspect.Mounts.length === 0, "devices, mounts or shared volumes are present");
+  check(inspect.Image === spec.imageDigest, `image is ${inspect.Image}`);
+  check(config.User === `${spec.user.uid}:${spec.user.gid}`, `user is '${config.User}'`);
+  check(isDeepStrictEqual(config.Entrypoint, ["node"]) && isDeepStrictEqual(config.Cmd, command(spec)), "entrypoint/command is not the proxy program");
+  // The image's own variables are merged in by the Engine; ours must be there exactly.
+  const env = config.Env ?? [];
+  check(environment(spec).every((entry) => env.includes(entry)), "environment lacks the proxy's configuration");
+  check(!config.Tty && !config.OpenStdin && Object.keys(config.ExposedPorts ?? {}).length === 0, "a TTY or stdin is attached, or ports are exposed");
+  const networks = Object.keys(containerNetworks(inspect)).sort();
+  check(isDeepStrictEqual(networks, [spec.internalNetwork, spec.egressNetwork].sort()), `networks are ${JSON.stringify(networks)}`);
+  if (running) check(inspect.State.Running, `state is ${inspect.State.Status}`);
+  return problems;
+}
+
+/**
+ * Throw when the readback differs from the spec.
+ *
+ * @throws {SandboxUnsupportedError} listing every mismatch
+ */
+export function verifyProxy(inspect: ContainerInspect, spec: ProxySpec, running: boolean): void {
+  const problems = proxyMismatches(inspect, spec, running);
+  if (problems.length > 0) {
+    throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy container reads back differently: ${problems.join("; ")}`);
+  }
+}

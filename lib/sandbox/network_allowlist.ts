@@ -1,0 +1,226 @@
+/**
+ * The `allowlist` network kind of a sandbox policy: outbound connections only to named
+ * hosts, through a proxy the guest cannot bypass. This file holds its shape, its bounds and
+ * its zod schema; how a backend enforces it is the backend's (the Docker backend: an
+ * internal network and a proxy container, see the README's "Egress allowlist").
+ *
+ * @module
+ */
+import { z } from "zod";
+import { expect, issueWording } from "./_zod_issues.ts";
+
+/**
+ * Most entries of `hosts`, of `addresses` and of `resolve` each: 256.
+ *
+ * @example
+ * ```ts
+ * import { MAX_ALLOWLIST_ENTRIES } from "./network_allowlist.ts";
+ *
+ * console.log(MAX_ALLOWLIST_ENTRIES); // 256
+ * ```
+ */
+export const MAX_ALLOWLIST_ENTRIES = 256;
+
+/** Most addresses one `resolve` name may map to: 16. */
+export const MAX_RESOLVE_ADDRESSES = 16;
+
+/** Largest `maxConnections`: 1,024 connections open at once through the proxy. */
+export const MAX_EGRESS_CONNECTIONS = 1024;
+
+/**
+ * Outbound access only to listed hosts, through an egress proxy.
+ *
+ * The guest's own network has no route anywhere; the proxy (reachable through the
+ * `HTTP_PROXY` / `HTTPS_PROXY` environment) accepts HTTP `CONNECT host:port` and
+ * absolute-form `http://` requests whose host is listed, resolves the name itself and
+ * refuses loopback, private, link-local, CGNAT, reserved and the host's own addresses
+ * unless `addresses` allows them. TLS is never terminated: a listed host is allowed for
+ * everything on it.
+ *
+ * @example
+ * ```ts
+ * import type { SandboxAllowlistNetwork } from "./network_allowlist.ts";
+ *
+ * const network: SandboxAllowlistNetwork = {
+ *   kind: "allowlist",
+ *   hosts: ["api.example.com", "*.pypi.org:443"],
+ * };
+ * ```
+ */
+export interface SandboxAllowlistNetwork {
+  /** Always `"allowlist"`. */
+  readonly kind: "allowlist";
+  /**
+   * Allowed hosts, 1 … 256 entries: an exact DNS name (`api.example.com`) or a wildcard
+   * (`*.example.com` matches every subdomain, `a.example.com` and `a.b.example.com`, but not
+   * `example.com` itself), each with an optional `:port` (1 … 65535; without one, every
+   * port). Names compare case-insensitively. Addresses go in `addresses`, not here.
+   */
+  readonly hosts: readonly string[];
+  /**
+   * Destinations allowed by address even when they are not public: IPv4 or IPv6 addresses
+   * or CIDR ranges (`10.0.0.5`, `10.1.0.0/16`, `fd00::/8`), at most 256. A name on `hosts`
+   * that resolves into one of them is allowed; a request for an address literal in one of
+   * them is allowed on every port.
+   *
+   * @default {[]}
+   */
+  readonly addresses?: readonly string[];
+  /**
+   * Fixed answers the proxy uses instead of DNS for these names (tests, split-horizon
+   * setups): name → 1 … 16 IPv4/IPv6 addresses, at most 256 names. The answers are checked
+   * like DNS answers (a private address still needs `addresses`).
+   *
+   * @default {{}}
+   */
+  readonly resolve?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Most connections open through the proxy at once, 1 … 1,024; the next is refused
+   * (`503`, a `denied` event).
+   *
+   * @default {64}
+   */
+  readonly maxConnections?: number;
+  /**
+   * A connection with no bytes either way for this long is closed, in milliseconds
+   * (1,000 … 86,400,000).
+   *
+   * @default {300000} five minutes
+   */
+  readonly idleTimeoutMs?: number;
+  /**
+   * Most bytes per connection, both directions together; `0` = unbounded (0 … 2^53 − 1).
+   *
+   * @default {0}
+   */
+  readonly maxBytesPerConnection?: number;
+}
+
+/** An allowlist after normalisation: every field present, names lower-case, frozen. */
+export interface SandboxAllowlistNetworkSettings {
+  /** Always `"allowlist"`. */
+  readonly kind: "allowlist";
+  /** Allowed hosts, lower-case. */
+  readonly hosts: readonly string[];
+  /** Addresses and ranges allowed although not public. */
+  readonly addresses: readonly string[];
+  /** Fixed answers by lower-case name. */
+  readonly resolve: Readonly<Record<string, readonly string[]>>;
+  /** Most connections at once. */
+  readonly maxConnections: number;
+  /** Idle bound per connection, milliseconds. */
+  readonly idleTimeoutMs: number;
+  /** Byte bound per connection; `0` = unbounded. */
+  readonly maxBytesPerConnection: number;
+}
+
+const LABEL = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
+const NAME = new RegExp(`^(?:${LABEL}\\.)*${LABEL}$`, "iu");
+const HOST_ENTRY = new RegExp(`^(\\*\\.)?((?:${LABEL}\\.)*${LABEL})(?::(\\d{1,5}))?$`, "iu");
+const DOTTED = /^[\d.]+$/u;
+
+const ip = z.union([z.ipv4(), z.ipv6()]);
+const ipOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]);
+
+/** Why a `hosts` entry is not one, or `undefined` when it is. */
+function hostEntryDefect(entry: string): string | undefined {
+  const match = HOST_ENTRY.exec(entry);
+  if (!match || match[2].length > 253) {
+    if (ipOrCidr.safeParse(entry.replace(/^\[|\](?::\d+)?$/gu, "")).success || ip.safeParse(entry.split(":")[0]).success) {
+      return "must be a DNS name, not an address: list addresses in policy.network.addresses";
+    }
+    return "must be a DNS name (api.example.com) or a wildcard (*.example.com), optionally with :port";
+  }
+  if (DOTTED.test(match[2])) return "must be a DNS name, not an address: list addresses in policy.network.addresses";
+  if (match[3] !== undefined && (Number(match[3]) < 1 || Number(match[3]) > 65535)) return "must have a port from 1 to 65535";
+  return undefined;
+}
+
+const hostEntry = z.string({ error: expect("must be a string") }).max(300, { error: "must be at most 300 characters" })
+  .superRefine((entry, context) => {
+    const defect = hostEntryDefect(entry);
+    if (defect) context.addIssue({ code: "custom", message: defect });
+  });
+
+const addressEntry = z.string({ error: expect("must be a string") }).refine((entry) => ipOrCidr.safeParse(entry).success, {
+  error: "must be an IPv4 or IPv6 address or CIDR range (10.0.0.5, 10.1.0.0/16, fd00::/8)",
+});
+
+const resolveName = z.string().max(254).refine((name) => NAME.test(name.replace(/\.$/u, "")), { error: "must be a DNS name without wildcard or port" });
+const resolveAddress = z.string({ error: expect("must be a string") }).refine((entry) => ip.safeParse(entry).success, {
+  error: "must be an IPv4 or IPv6 address",
+});
+
+function integer(minimum: number, maximum: number, unit: string): z.ZodNumber {
+  const error = expect(`must be an integer from ${minimum} to ${maximum} ${unit}`);
+  return z.number({ error }).int({ error }).min(minimum, { error }).max(maximum, { error });
+}
+
+/**
+ * zod schema of {@linkcode SandboxAllowlistNetwork} (the `network` field of a policy when it
+ * is an object). Messages are "must …" sentences naming the fix.
+ */
+export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> = z.strictObject({
+  kind: z.literal("allowlist", { error: expect('must be "allowlist"') }),
+  hosts: z.array(hostEntry, { error: expect("must be an array of host names") })
+    .min(1, { error: "must list at least one host (use \"isolated\" for no network)" })
+    .max(MAX_ALLOWLIST_ENTRIES, { error: `must list at most ${MAX_ALLOWLIST_ENTRIES} hosts (use wildcards such as *.example.com)` }),
+  addresses: z.array(addressEntry, { error: expect("must be an array of addresses") })
+    .max(MAX_ALLOWLIST_ENTRIES, { error: `must list at most ${MAX_ALLOWLIST_ENTRIES} addresses (use CIDR ranges)` })
+    .optional(),
+  resolve: z.record(
+    resolveName,
+    z.array(resolveAddress, { error: expect("must be an array of addresses") })
+      .min(1, { error: "must list at least one address" })
+      .max(MAX_RESOLVE_ADDRESSES, { error: `must list at most ${MAX_RESOLVE_ADDRESSES} addresses` }),
+    { error: expect("must be an object of name → addresses") },
+  ).refine((map) => Object.keys(map).length <= MAX_ALLOWLIST_ENTRIES, {
+    error: `must map at most ${MAX_ALLOWLIST_ENTRIES} names`,
+  }).optional(),
+  maxConnections: integer(1, MAX_EGRESS_CONNECTIONS, "connections").optional(),
+  idleTimeoutMs: integer(1_000, 86_400_000, "milliseconds").optional(),
+  maxBytesPerConnection: integer(0, Number.MAX_SAFE_INTEGER, "bytes").optional(),
+});
+
+const NAMED_NETWORKS = z.enum(["isolated", "outbound"]);
+
+/**
+ * zod schema of a policy's `network`: `"isolated"`, `"outbound"` or an allowlist object. An
+ * object is checked against {@linkcode sandboxAllowlistNetworkSchema} alone, so its issues
+ * keep their own paths and sentences (`policy.network.hosts is required`) instead of one
+ * union failure; hand-dispatched because a zod union reports a failed object branch as a
+ * union failure whenever a field is missing.
+ */
+export const sandboxNetworkSchema: z.ZodType<"isolated" | "outbound" | SandboxAllowlistNetwork> = z.unknown().superRefine((value, context) => {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const result = sandboxAllowlistNetworkSchema.safeParse(value, { error: issueWording });
+    for (const issue of result.error?.issues ?? []) {
+      const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]] : issue.path;
+      context.addIssue({ code: "custom", path, message: issue.message });
+    }
+  } else if (!NAMED_NETWORKS.safeParse(value).success) {
+    context.addIssue({ code: "custom", message: 'must be "isolated", "outbound" or { kind: "allowlist", hosts: [...] }' });
+  }
+}) as z.ZodType<"isolated" | "outbound" | SandboxAllowlistNetwork>;
+
+/**
+ * Fill the defaults of a parsed allowlist and freeze it (names lower-case).
+ *
+ * @param parsed an allowlist that passed {@linkcode sandboxAllowlistNetworkSchema}
+ * @returns the settings
+ */
+export function normalizeAllowlist(parsed: SandboxAllowlistNetwork): SandboxAllowlistNetworkSettings {
+  const resolve: Record<string, readonly string[]> = {};
+  for (const [name, addresses] of Object.entries(parsed.resolve ?? {})) {
+    resolve[name.toLowerCase().replace(/\.$/u, "")] = Object.freeze([...addresses]);
+  }
+  return Object.freeze({
+    kind: "allowlist",
+    hosts: Object.freeze(parsed.hosts.map((host) => host.toLowerCase())),
+    addresses: Object.freeze([...(parsed.addresses ?? [])]),
+    resolve: Object.freeze(resolve),
+    maxConnections: parsed.maxConnections ?? 64,
+    idleTimeoutMs: parsed.idleTimeoutMs ?? 300_000,
+    maxBytesPerConnection: parsed.maxBytesPerConnection ?? 0,
+  });
+}

@@ -1,0 +1,250 @@
+// The egress allowlist on a real Engine: a sandbox whose network is
+// `{ kind: "allowlist", … }` reaches listed hosts only through its proxy, and nothing
+// directly. Upstreams are the test's own (see _egress.ts): an HTTP and a TLS server on the
+// host's 0.0.0.0, reached by the proxy at the host's address, which the policy allows by
+// address; the resolver override maps the test names. Guest and proxy are the node image.
+// Runs on every runtime (each file starts two or three sandboxes with a proxy).
+import assert from "node:assert/strict";
+import { z } from "zod";
+import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
+import { containerNetworks, PROXY_LIMITS } from "../../lib/docker/egress/proxy_container.ts";
+import { inspectContainer } from "../../lib/engine/containers.ts";
+import { inspectNetwork } from "../../lib/engine/networks.ts";
+import type { DockerEngine } from "../../lib/engine/client.ts";
+import { SandboxStoppedError } from "../../lib/sandbox/errors.ts";
+import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
+import { engineTest, eventually, nodeImage } from "./_engine.ts";
+import { collectEvents, GUEST_CLIENT, startUpstreams, type Upstreams } from "./_egress.ts";
+import { assertGone, recordingPort, withBackend } from "./_sandbox.ts";
+
+const resources = { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 };
+
+function allowlistPolicy(up: Upstreams): SandboxPolicyInput {
+  return {
+    resources,
+    network: {
+      kind: "allowlist",
+      hosts: ["allowed.test", "*.wild.test", "private.test", "loopback.test", `tls.test:${up.tlsPort}`],
+      addresses: [up.hostAddress],
+      resolve: {
+        "allowed.test": [up.hostAddress],
+        "a.wild.test": [up.hostAddress],
+        "deep.a.wild.test": [up.hostAddress],
+        "wild.test": [up.hostAddress],
+        "unlisted.test": [up.hostAddress],
+        "tls.test": [up.hostAddress],
+        "private.test": ["10.255.255.1"],
+        "loopback.test": ["127.0.0.1"],
+      },
+    },
+  };
+}
+
+const answer = z.looseObject({
+  first: z.number().optional(),
+  second: z.number().optional(),
+  firstEnded: z.boolean().optional(),
+  status: z.number().optional(),
+  body: z.string().optional(),
+  error: z.string().optional(),
+  connected: z.boolean().optional(),
+  sent: z.boolean().optional(),
+  address: z.string().optional(),
+  authorized: z.boolean().optional(),
+});
+
+async function client(sandbox: DockerSandbox, ...args: string[]): Promise<z.infer<typeof answer>> {
+  const result = await sandbox.run("/usr/local/bin/node", ["/workspace/work/client.mjs", ...args]);
+  assert.equal(result.exit.code, 0, `client ${args.join(" ")}: ${result.stderrText}`);
+  return answer.parse(JSON.parse(result.stdoutText.trim()));
+}
+
+async function withAllowlistSandbox(
+  engine: DockerEngine,
+  policy: SandboxPolicyInput,
+  fn: (sandbox: DockerSandbox) => Promise<void>,
+  up?: Upstreams,
+): Promise<void> {
+  await withBackend(async (backend) => {
+    const sandbox = await backend.reserve({ policy }, recordingPort()).start();
+    try {
+      await sandbox.writeFile("work/client.mjs", GUEST_CLIENT);
+      if (up) await sandbox.writeFile("work/ca.pem", up.caPem);
+      await fn(sandbox);
+    } finally {
+      await sandbox.destroy();
+      await assertGone(engine, sandbox);
+    }
+  }, nodeImage, undefined, [], nodeImage);
+}
+
+engineTest("DockerSandbox allowlist: listed hosts through the proxy (HTTP and CONNECT+TLS), everything else refused with a denied event, nothing direct", async (engine) => {
+  const up = await startUpstreams();
+  try {
+    await withAllowlistSandbox(engine, allowlistPolicy(up), async (sandbox) => {
+      const events = collectEvents(sandbox.egress!);
+      const { networkId, proxyId, egressId } = sandbox.resources;
+      assert.ok(networkId && proxyId && egressId);
+
+      // The sandbox's own network: internal, no gateway on the host; the keeper only on it.
+      const internal = (await inspectNetwork(engine, networkId))!;
+      assert.equal(internal.Internal, true);
+      assert.deepEqual((internal.IPAM?.Config ?? []).map((config) => config.Gateway ?? ""), [""]);
+      const keeper = await inspectContainer(engine, sandbox.resources.keeperId);
+      assert.deepEqual(Object.keys(containerNetworks(keeper)), [sandbox.names.network]);
+      const egress = (await inspectNetwork(engine, egressId))!;
+      assert.equal(egress.Internal, false);
+      // The proxy: hardened like the keeper, on both networks.
+      const proxy = await inspectContainer(engine, proxyId);
+      assert.equal(proxy.HostConfig.ReadonlyRootfs, true);
+      assert.deepEqual(proxy.HostConfig.CapDrop, ["ALL"]);
+      assert.deepEqual(proxy.HostConfig.SecurityOpt, ["no-new-privileges"]);
+      assert.equal(proxy.Config.User, "65533:65533");
+      assert.equal(proxy.HostConfig.Memory, PROXY_LIMITS.memoryBytes);
+      assert.equal(proxy.HostConfig.PidsLimit, PROXY_LIMITS.pids);
+      assert.deepEqual(Object.keys(containerNetworks(proxy)).sort(), [sandbox.names.egress, sandbox.names.network].sort());
+
+      // The guest's fixed environment names the proxy.
+      const env = await sandbox.run("/bin/sh", ["-c", "echo $HTTP_PROXY $HTTPS_PROXY $http_proxy $https_proxy $NO_PROXY"]);
+      const proxyAddress = containerNetworks(proxy)[sandbox.names.network].IPAddress;
+      const url = `http://${proxyAddress}:3128`;
+      assert.equal(env.stdoutText.trim(), `${url} ${url} ${url} ${url} localhost,127.0.0.1,::1`);
+
+      // Allowed: absolute-form HTTP and CONNECT with TLS end to end (the upstream's own certificate).
+      assert.deepEqual(await client(sandbox, "http", `http://allowed.test:${up.httpPort}/hello`), {
+        status: 200,
+        body: `upstream allowed.test:${up.httpPort} /hello`,
+      });
+      assert.deepEqual(await client(sandbox, "connect", `tls.test:${up.tlsPort}`, "tls"), { status: 200, authorized: true, body: "HTTP/1.1 200 OK\r\ncontent-length: 12\r\nconnection: close\r\n\r\ntls upstream" });
+      await eventually("an allowed and a closed event for tls.test", () =>
+        events.seen.some((e) => e.event === "allowed" && e.host === "tls.test" && e.address === up.hostAddress) &&
+          events.seen.some((e) => e.event === "closed" && e.host === "tls.test" && (e.bytesIn ?? 0) > 0 && (e.bytesOut ?? 0) > 0) || undefined);
+
+      // Not listed: 403 from the proxy and a denied event.
+      const unlisted = await client(sandbox, "http", `http://unlisted.test:${up.httpPort}/`);
+      assert.equal(unlisted.status, 403);
+      assert.equal(unlisted.body, `egress proxy: denied: unlisted.test:${up.httpPort} is not on the allowlist\n`);
+      assert.equal((await client(sandbox, "connect", `unlisted.test:${up.tlsPort}`)).status, 403);
+      // A listed host on another port than its entry names.
+      assert.equal((await client(sandbox, "connect", `tls.test:${up.httpPort}`)).status, 403);
+
+      // Wildcards: subdomains at any depth, never the bare parent.
+      assert.equal((await client(sandbox, "http", `http://a.wild.test:${up.httpPort}/`)).status, 200);
+      assert.equal((await client(sandbox, "http", `http://deep.a.wild.test:${up.httpPort}/`)).status, 200);
+      const parent = await client(sandbox, "http", `http://wild.test:${up.httpPort}/`);
+      assert.equal(parent.status, 403);
+      assert.match(parent.body!, /wild\.test:\d+ is not on the allowlist/u);
+
+      // Listed names that resolve to a private or loopback address: refused (the host's own
+      // address above passed only because the policy lists it in addresses).
+      const inside = await client(sandbox, "connect", "private.test:443");
+      assert.equal(inside.status, 403);
+      assert.match(inside.body!, /private\.test resolves to 10\.255\.255\.1 is not a public address/u);
+      const loop = await client(sandbox, "connect", "loopback.test:80");
+      assert.equal(loop.status, 403);
+      // (127.0.0.1 is also an address of the host's loopback interface, which is checked first.)
+      assert.equal(loop.body, "egress proxy: denied: loopback.test resolves to 127.0.0.1 is one of the host's own addresses\n");
+      // An address literal that is not allowed: the proxy's own egress gateway.
+      const gateway = (egress.IPAM?.Config ?? [])[0]?.Gateway;
+      assert.ok(gateway, "the egress bridge has a gateway");
+      assert.equal((await client(sandbox, "connect", `${gateway}:${up.httpPort}`)).status, 403);
+      await eventually("denied events for unlisted.test, wild.test and private.test", () =>
+        ["unlisted.test", "wild.test", "private.test", "loopback.test", gateway].every((host) =>
+          events.seen.some((e) => e.event === "denied" && e.host === host)
+        ) || undefined);
+
+      // Nothing direct: TCP to the host's address and to the proxy's gateway, UDP, DNS.
+      const connectionsBefore = up.httpConnections();
+      assert.deepEqual(await client(sandbox, "tcp", up.hostAddress, String(up.httpPort)), { error: "ENETUNREACH" });
+      assert.deepEqual(await client(sandbox, "tcp", gateway, String(up.httpPort)), { error: "ENETUNREACH" });
+      assert.deepEqual(await client(sandbox, "udp", up.hostAddress, String(up.udpPort)), { error: "ENETUNREACH" });
+      const dns = await client(sandbox, "dns", "allowed.test");
+      assert.ok(dns.error !== undefined && dns.address === undefined, `the guest's DNS answered ${JSON.stringify(dns)}`);
+      assert.equal(up.httpConnections(), connectionsBefore, "no direct connection reached the host's listener");
+      assert.equal(up.udpReceived(), 0, "no datagram reached the host");
+    }, up);
+  } finally {
+    await up.close();
+  }
+}, { timeout: 300_000 });
+
+engineTest("DockerSandbox allowlist: another sandbox is unreachable, directly and through the proxy", async (engine) => {
+  const up = await startUpstreams();
+  try {
+    await withBackend(async (backend) => {
+      const other = await backend.reserve({ policy: { resources, network: "outbound" } }, recordingPort()).start();
+      try {
+        const listener = await other.reserveProcess({
+          executable: "/usr/local/bin/node",
+          args: ["-e", "require('node:net').createServer((s) => s.end('other sandbox')).listen(8080, () => console.log('listening'))"],
+        }).start();
+        const reader = listener.stdout.getReader();
+        assert.equal(new TextDecoder().decode((await reader.read()).value), "listening\n");
+        reader.releaseLock();
+        const otherAddress = containerNetworks(await inspectContainer(engine, other.resources.keeperId))[other.names.network].IPAddress;
+        await other.writeFile("work/client.mjs", GUEST_CLIENT);
+        assert.deepEqual(await client(other, "tcp", otherAddress, "8080"), { connected: true }, "the listener answers on its address");
+        await withAllowlistSandbox(engine, allowlistPolicy(up), async (sandbox) => {
+          assert.deepEqual(await client(sandbox, "tcp", otherAddress, "8080"), { error: "ENETUNREACH" });
+          const via = await client(sandbox, "connect", `${otherAddress}:8080`);
+          assert.equal(via.status, 403);
+          assert.match(via.body!, /is not on the allowlist/u);
+        });
+      } finally {
+        await other.destroy();
+        await assertGone(engine, other);
+      }
+    }, nodeImage);
+  } finally {
+    await up.close();
+  }
+}, { timeout: 300_000 });
+
+engineTest("DockerSandbox allowlist: a proxy killed from outside stops the sandbox and ends its decisions", async (engine) => {
+  const up = await startUpstreams();
+  try {
+    await withAllowlistSandbox(engine, allowlistPolicy(up), async (sandbox) => {
+      const events = collectEvents(sandbox.egress!);
+      assert.equal((await client(sandbox, "http", `http://allowed.test:${up.httpPort}/`)).status, 200);
+      await engine.request("POST", `/containers/${sandbox.resources.proxyId}/kill`, { expect: [204] });
+      await eventually("the sandbox stopping", () => (sandbox.state === "stopped" ? true : undefined));
+      assert.ok(sandbox.stopCause instanceof SandboxStoppedError);
+      assert.equal(sandbox.stopCause.code, "stopped");
+      assert.equal(sandbox.stopCause.message, "Cannot continue: the egress proxy container stopped on its own, so the sandbox was stopped");
+      await events.done;
+      assert.ok(events.seen.some((e) => e.event === "allowed" && e.host === "allowed.test"));
+      await assert.rejects(sandbox.run("/bin/true"), SandboxStoppedError);
+    }, up);
+  } finally {
+    await up.close();
+  }
+}, { timeout: 300_000 });
+
+engineTest("DockerSandbox allowlist bounds: maxConnections refuses the next with 503, idleTimeoutMs and maxBytesPerConnection close a tunnel", async (engine) => {
+  const up = await startUpstreams();
+  try {
+    const base = allowlistPolicy(up);
+    const network = { ...(base.network as object), maxConnections: 1, idleTimeoutMs: 1_000, maxBytesPerConnection: 100 };
+    await withAllowlistSandbox(engine, { ...base, network } as SandboxPolicyInput, async (sandbox) => {
+      const events = collectEvents(sandbox.egress!);
+      assert.deepEqual(await client(sandbox, "pair", `tls.test:${up.tlsPort}`), {
+        first: 200,
+        second: 503,
+        body: "egress proxy: too many connections\n",
+        firstEnded: true,
+      });
+      await eventually("a denied event for the second and an idle close of the first", () =>
+        events.seen.some((e) => e.event === "denied" && e.reason === "more than 1 connections at once") &&
+          events.seen.some((e) => e.event === "closed" && e.reason === "idle for 1000 ms" && e.bytesIn === 0 && e.bytesOut === 0) || undefined);
+      // A TLS handshake is more than 100 bytes: the tunnel is cut, the guest's TLS fails.
+      const cut = await client(sandbox, "connect", `tls.test:${up.tlsPort}`, "tls");
+      assert.equal(cut.status, 200);
+      // The cut shows as an error or as an end before the handshake finished, as it falls.
+      assert.ok(cut.error !== undefined || (cut.authorized === false && cut.body === ""), JSON.stringify(cut));
+      const closed = await eventually("a close for the byte bound", () => events.seen.find((e) => e.event === "closed" && e.reason === "more than 100 bytes"));
+      assert.ok((closed.bytesIn ?? 0) + (closed.bytesOut ?? 0) > 100);
+    }, up);
+  } finally {
+    await up.close();
+  }
+}, { timeout: 300_000 });
