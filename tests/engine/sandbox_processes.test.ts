@@ -137,6 +137,47 @@ engineTest("DockerSandbox a process's timeoutMs kills it and its descendants, no
   });
 });
 
+engineTest("DockerSandbox a process is its exec's leader, marked for the kill; killDescendantsOnExit keeps its wrapper as the leader", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    // ppid 0: the parent lies outside the guest's PID namespace (runc), so no wrapper shell
+    // stands between the exec and the command. `ulimit -x` prints the mark the kill looks for.
+    const report = 'read -r l < /proc/$$/stat; set -- ${l##*) }; echo "pid $$ ppid $2 pgrp $3 mark $(ulimit -x)"';
+    const plain = /^pid (\d+) ppid (\d+) pgrp (\d+) mark (\S+)$/.exec((await sandbox.run("/bin/sh", ["-c", report])).stdoutText.trim());
+    assert.ok(plain, "the guest's report");
+    assert.equal(plain[2], "0", "the command is the exec's leader");
+    assert.equal(plain[3], plain[1], "and leads its process group");
+    assert.match(plain[4], /^\d{15}$/, "its soft RLIMIT_LOCKS is the 15-digit mark");
+    const kept = /^pid (\d+) ppid (\d+) pgrp (\d+) mark (\S+)$/.exec(
+      (await sandbox.run("/bin/sh", ["-c", report], { killDescendantsOnExit: true })).stdoutText.trim(),
+    );
+    assert.ok(kept, "the guest's report");
+    assert.notEqual(kept[2], "0", "the wrapper is the command's parent");
+    assert.equal(kept[3], kept[2], "and leads the process group");
+    assert.equal(kept[4], "unlimited", "the forking wrapper is found by its name instead");
+  });
+});
+
+engineTest("DockerSandbox a descendant that leaves the process group (setsid) escapes the per-process kill; stop() still ends it", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "setsid sleep 6005 & sleep 6006 & wait"] }).start();
+    // busybox setsid calls setsid() before it execs sleep: a "sleep 6005" command line is
+    // already in a session of its own.
+    await eventually("both children to run", async () =>
+      (await countProcesses(sandbox, "sleep 6005")) === 1 && (await countProcesses(sandbox, "sleep 6006")) === 1 ? true : undefined);
+    await process.kill();
+    assert.deepEqual(await process.exit, { kind: "killed", reason: "requested", code: 137 });
+    await eventually("the group's child to be gone", async () => (await countProcesses(sandbox, "sleep 6006")) === 0 ? true : undefined);
+    assert.equal(await countProcesses(sandbox, "sleep 6005"), 1, "the child that left the group escaped the kill");
+    assert.equal(sandbox.state, "running");
+    await sandbox.stop();
+    // stop() removes the keeper container, and with it every guest process, the escaped one too.
+    await assert.rejects(
+      engine.request("GET", `/containers/${sandbox.resources.keeperId}/json`),
+      (error: unknown) => error instanceof Error && "code" in error && error.code === "not_found",
+    );
+  });
+});
+
 engineTest("DockerSandbox killDescendantsOnExit ends a command's background children when it exits; without it they live on", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     const kept = await sandbox.run("/bin/sh", ["-c", "sleep 6003 & exit 4"]);
