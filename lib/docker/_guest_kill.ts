@@ -37,22 +37,32 @@ export const KILL_SCRIPT = 'm=$1; f=3; for d in /proc/[0-9]*; do p=${d#/proc/}; 
 /** Exit code of the kill script when no exec leader carries the mark. */
 const NOT_FOUND = 3;
 
+const KILLED: GuestKillOutcome = Object.freeze({ kind: "killed" });
+const ABSENT: GuestKillOutcome = Object.freeze({ kind: "absent" });
+
 /** What the kill needs: the sandbox (its `stopping` ends the kill early) and the user. */
 export interface GuestKillHost extends ExitObserverHost {
   readonly user: { readonly uid: number; readonly gid: number };
 }
 
 /**
+ * What one kill found: `killed`, the leader was found and signalled; `absent`, no exec leader
+ * carries the mark (its wrapper has not set it yet, it is gone, or the sandbox stopped
+ * meanwhile); `unstarted`, the Engine reported the kill exec with `code`, neither 0 nor "not
+ * found": it could not start it (say, the runtime's own setup needed a PID while a fork bomb
+ * held every one), so the script never ran.
+ */
+export type GuestKillOutcome = { readonly kind: "killed" } | { readonly kind: "absent" } | { readonly kind: "unstarted"; readonly code: number };
+
+/**
  * Kill the process group whose exec leader carries `mark`, once. Bounded by
  * `policy.deadlines.cleanupMs`.
  *
- * @returns `true` when the leader was found and signalled, `false` when no exec leader carries
- *   the mark (its wrapper has not set it yet, it is gone, or the sandbox stopped meanwhile)
- * @throws {Error} when the kill did not run: the exec could not be created or started, its
- *   exit code is neither 0 nor "not found" (the Engine could not start it, say with every PID
- *   taken), or it did not end within the deadline
+ * @returns what the kill found (see {@linkcode GuestKillOutcome})
+ * @throws {Error} when the kill exec could not be created or started, or did not end within
+ *   the deadline
  */
-export async function killProcessGroup(host: GuestKillHost, mark: string): Promise<boolean> {
+export async function killProcessGroup(host: GuestKillHost, mark: string): Promise<GuestKillOutcome> {
   const { engine, keeperId, user } = host;
   const timeoutMs = host.policy.deadlines.cleanupMs;
   const deadline = AbortSignal.timeout(timeoutMs);
@@ -78,7 +88,6 @@ export async function killProcessGroup(host: GuestKillHost, mark: string): Promi
     observeExit(host, execId, Promise.resolve()).then(resolve, reject)
       .finally(() => deadline.removeEventListener("abort", onDeadline));
   });
-  if (exit.kind === "unavailable" || exit.code === NOT_FOUND) return false;
-  if (exit.code !== 0) throw new Error(`the kill exec exited with code ${exit.code}`);
-  return true;
+  if (exit.kind === "unavailable" || exit.code === NOT_FOUND) return ABSENT;
+  return exit.code === 0 ? KILLED : Object.freeze({ kind: "unstarted", code: exit.code });
 }

@@ -34,7 +34,7 @@ import { createExec, inspectExec, startExec } from "../engine/exec.ts";
 import type { EngineUpgrade } from "../engine/http/mod.ts";
 import { demultiplex } from "../engine/frames/demultiplex.ts";
 import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
-import { killProcessGroup } from "./_guest_kill.ts";
+import { type GuestKillOutcome, killProcessGroup } from "./_guest_kill.ts";
 import type { ProcessKind } from "./process_registry.ts";
 import { WORK_PATH } from "./workload.ts";
 import { asOutputError, asSandboxError } from "./_engine_errors.ts";
@@ -351,19 +351,23 @@ export class DockerProcess implements SandboxProcess {
   /**
    * Run the kill inside the guest until it found the leader or the leader is gone. The
    * Engine answers an exec start before its process exists, so a kill right after the start
-   * can come before the wrapper set its mark: while no exec leader carries the mark and the
-   * exec still runs (`GET /exec/{id}/json` has no exit code), the kill is repeated after 10,
-   * 20, 40, … 640 ms, 8 kills at most. When the kill cannot run, or the leader still runs
-   * unfound after the last one (it changed its mark), the sandbox stops instead, so the bound
-   * is never left unenforced.
+   * can come before the wrapper set its mark; and while a fork bomb holds every PID, the
+   * runtime may fail to start the kill exec (measured: about 1 start in 20 fails so). While
+   * the exec still runs (`GET /exec/{id}/json` has no exit code) and the kill found no
+   * leader or could not start, it is repeated after 10, 20, 40, … 640 ms, 8 kills at most.
+   * When the kill exec cannot be created or does not end in time, when the last attempt
+   * could not start, or when the leader still runs unfound after the last one (it changed
+   * its mark), the sandbox stops instead, so the bound is never left unenforced.
    */
   async #kill(reason: SandboxKillReason): Promise<void> {
     const host = this.#host;
     const stop = (why: string, cause?: unknown) =>
       host.stopFor(new SandboxEngineError(`Cannot end process: ${why}, so the sandbox was stopped to end it (${reason})`, { cause }));
     try {
+      let outcome: GuestKillOutcome = { kind: "absent" };
       for (let attempt = 0; attempt < KILL_ATTEMPTS; attempt++) {
-        if (await killProcessGroup(host, this.#mark) || this.#settled || host.stopping.aborted) return;
+        outcome = await killProcessGroup(host, this.#mark);
+        if (outcome.kind === "killed" || this.#settled || host.stopping.aborted) return;
         const state = await inspectExec(host.engine, this.#execId, { timeoutMs: host.policy.deadlines.cleanupMs });
         if (!state.Running && state.ExitCode !== null) return;
         await new Promise<void>((resolve) => {
@@ -375,7 +379,11 @@ export class DockerProcess implements SandboxProcess {
         });
         if (this.#settled || host.stopping.aborted) return;
       }
-      await stop(`its leader still runs but no exec leader in the guest carries its mark ${this.#mark} (did it change its RLIMIT_LOCKS or rename itself?)`);
+      await stop(
+        outcome.kind === "unstarted"
+          ? `the kill inside the guest did not run (the Engine reported its exec with code ${outcome.code} ${KILL_ATTEMPTS} times)`
+          : `its leader still runs but no exec leader in the guest carries its mark ${this.#mark} (did it change its RLIMIT_LOCKS or rename itself?)`,
+      );
     } catch (error) {
       if (host.stopping.aborted) return;
       await stop(`the kill inside the guest did not run (${error instanceof Error ? error.message : String(error)})`, error);
