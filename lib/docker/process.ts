@@ -314,10 +314,12 @@ export class DockerProcess implements SandboxProcess {
     // Once the output ended and the leader's exit was observed, nothing more can flow: the
     // connection is dropped, so a stdin write the guest will never read fails at once
     // instead of waiting for the socket to drain.
-    Promise.all([streamEnded, this.exit]).then(() => {
-      ended.abort(new SandboxStateError("Cannot write stdin: the process has exited"));
-      attach.abort(ended.signal.reason);
-    }, () => {});
+    if (command.attachStdin) {
+      Promise.all([streamEnded, this.exit]).then(() => {
+        ended.abort(new SandboxStateError("Cannot write stdin: the process has exited"));
+        attach.abort(ended.signal.reason);
+      }, () => {});
+    }
   }
 
   /**
