@@ -4,15 +4,17 @@
 import assert from "node:assert/strict";
 import {
   SandboxAbandonedOutputError,
+  SandboxEngineError,
   SandboxOutputLimitError,
   SandboxQuotaError,
   SandboxStateError,
   SandboxStoppedError,
 } from "../../lib/sandbox/errors.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
-import { engineTest, eventually } from "./_engine.ts";
+import { endpoint, engineTest, eventually } from "./_engine.ts";
+import { startFaultProxy } from "./_fault_proxy.ts";
 import { bytes } from "./_files.ts";
-import { readUntil, testPolicy, text, withSandbox } from "./_sandbox.ts";
+import { assertGone, readUntil, recordingPort, testPolicy, text, withBackend, withSandbox } from "./_sandbox.ts";
 
 const encoder = new TextEncoder();
 
@@ -176,6 +178,67 @@ engineTest("DockerSandbox a descendant that leaves the process group (setsid) es
       (error: unknown) => error instanceof Error && "code" in error && error.code === "not_found",
     );
   });
+});
+
+/** A leader that raised its RLIMIT_LOCKS soft limit back to unlimited: its kill finds no mark. */
+const UNMARKED = ["-c", "ulimit -S -x unlimited; echo unmarked; exec sleep 600"];
+
+engineTest("DockerSandbox a leader that removes its mark makes its kill miss, so the sandbox stops instead", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: UNMARKED }).start();
+    assert.equal(await readUntil(process.stdout, (seen) => seen.includes("unmarked\n")), "unmarked\n");
+    await process.kill();
+    assert.equal(sandbox.state, "stopped");
+    const cause = sandbox.stopCause;
+    assert.ok(cause instanceof SandboxEngineError && cause.code === "engine", String(cause));
+    assert.match(
+      cause.message,
+      /^Cannot end process: its leader still runs but no exec leader in the guest carries its mark \d{15} \(did it change its RLIMIT_LOCKS or rename itself\?\), so the sandbox was stopped to end it \(requested\)$/,
+    );
+    assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
+  });
+});
+
+engineTest("DockerSandbox a kill exec the Engine reports as not started is retried 8 times, then the sandbox stops", async (engine) => {
+  // A real Engine fails to start an exec only now and then (a fork bomb holding every PID):
+  // the proxy makes each kill exec's receipt say 126, the code of an exec the runtime could
+  // not start. The leader removed its mark, so the real kill finds nothing and ends nothing.
+  await using proxy = await startFaultProxy({ upstream: endpoint! });
+  let rewritten = 0;
+  proxy.inject({
+    method: "GET",
+    path: /^\/exec\/[0-9a-f]{64}\/json$/,
+    occurrence: "every",
+    fault: {
+      kind: "rewrite",
+      body: (text) => {
+        const reply = JSON.parse(text) as { ExitCode: number | null };
+        if (!text.includes("Max file locks") || reply.ExitCode === null) return text;
+        rewritten += 1;
+        return JSON.stringify({ ...reply, ExitCode: 126 });
+      },
+    },
+  });
+  await withBackend(async (backend) => {
+    const sandbox = await backend.reserve({ policy: testPolicy }, recordingPort()).start();
+    try {
+      const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: UNMARKED }).start();
+      assert.equal(await readUntil(process.stdout, (seen) => seen.includes("unmarked\n")), "unmarked\n");
+      await process.kill();
+      assert.equal(sandbox.state, "stopped");
+      const cause = sandbox.stopCause;
+      assert.ok(cause instanceof SandboxEngineError && cause.code === "engine", String(cause));
+      assert.equal(
+        cause.message,
+        "Cannot end process: the kill inside the guest did not run (the Engine reported its exec with code 126 8 times), so the sandbox was stopped to end it (requested)",
+      );
+      assert.equal(rewritten, 8, "one kill exec per attempt");
+      assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
+    } finally {
+      await sandbox.destroy();
+      await assertGone(engine, sandbox);
+    }
+  }, undefined, proxy.endpoint);
 });
 
 engineTest("DockerSandbox killDescendantsOnExit ends a command's background children when it exits; without it they live on", async (engine) => {
