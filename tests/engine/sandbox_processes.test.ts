@@ -183,19 +183,24 @@ engineTest("DockerSandbox a descendant that leaves the process group (setsid) es
 /** A leader that raised its RLIMIT_LOCKS soft limit back to unlimited: its kill finds no mark. */
 const UNMARKED = ["-c", "ulimit -S -x unlimited; echo unmarked; exec sleep 600"];
 
+/** Starts an {@linkcode UNMARKED} process and kills it: the sandbox stops; returns the stop cause. */
+async function killUnmarked(sandbox: DockerSandbox): Promise<SandboxEngineError> {
+  const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: UNMARKED }).start();
+  assert.equal(await readUntil(process.stdout, (seen) => seen.includes("unmarked\n")), "unmarked\n");
+  await process.kill();
+  assert.equal(sandbox.state, "stopped");
+  assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
+  const cause = sandbox.stopCause;
+  assert.ok(cause instanceof SandboxEngineError && cause.code === "engine", String(cause));
+  return cause;
+}
+
 engineTest("DockerSandbox a leader that removes its mark makes its kill miss, so the sandbox stops instead", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
-    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: UNMARKED }).start();
-    assert.equal(await readUntil(process.stdout, (seen) => seen.includes("unmarked\n")), "unmarked\n");
-    await process.kill();
-    assert.equal(sandbox.state, "stopped");
-    const cause = sandbox.stopCause;
-    assert.ok(cause instanceof SandboxEngineError && cause.code === "engine", String(cause));
     assert.match(
-      cause.message,
+      (await killUnmarked(sandbox)).message,
       /^Cannot end process: its leader still runs but no exec leader in the guest carries its mark \d{15} \(did it change its RLIMIT_LOCKS or rename itself\?\), so the sandbox was stopped to end it \(requested\)$/,
     );
-    assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
   });
 });
 
@@ -222,18 +227,11 @@ engineTest("DockerSandbox a kill exec the Engine reports as not started is retri
   await withBackend(async (backend) => {
     const sandbox = await backend.reserve({ policy: testPolicy }, recordingPort()).start();
     try {
-      const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: UNMARKED }).start();
-      assert.equal(await readUntil(process.stdout, (seen) => seen.includes("unmarked\n")), "unmarked\n");
-      await process.kill();
-      assert.equal(sandbox.state, "stopped");
-      const cause = sandbox.stopCause;
-      assert.ok(cause instanceof SandboxEngineError && cause.code === "engine", String(cause));
       assert.equal(
-        cause.message,
+        (await killUnmarked(sandbox)).message,
         "Cannot end process: the kill inside the guest did not run (the Engine reported its exec with code 126 8 times), so the sandbox was stopped to end it (requested)",
       );
       assert.equal(rewritten, 8, "one kill exec per attempt");
-      assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
     } finally {
       await sandbox.destroy();
       await assertGone(engine, sandbox);
