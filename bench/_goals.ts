@@ -45,13 +45,14 @@ function find(row: RowResult | undefined, prefix: string): VariantResult | undef
 /**
  * The goals of the sandbox benchmark's rows: stdout throughput of our library (the stream
  * row's first variant) against the bare-socket floors and the CLI (time ratios inverted, so
- * higher is better), the exec round trip against dockerode, and the pool row's first-byte
- * times.
+ * higher is better), the exec round trip against dockerode, `sandbox.run()` against
+ * dockerode and the CLI (issue 12), and the pool row's first-byte times.
  */
 export function sandboxGoals(rows: readonly RowResult[]): GoalValue[] {
   const stream = rows.find((row) => row.row.startsWith("3."));
   const exec = rows.find((row) => row.row.startsWith("2."));
   const pool = rows.find((row) => row.row.startsWith("4."));
+  const run = rows.find((row) => row.row.startsWith("5."));
   const ours = median(stream?.variants[0]);
   const speed = (prefix: string) => ratio(median(find(stream, prefix)), ours);
   return [
@@ -59,6 +60,8 @@ export function sandboxGoals(rows: readonly RowResult[]): GoalValue[] {
     { goal: "stdout ÷ bare native floor, Deno.connect / Bun.connect (throughput)", aim: "≥ 0.90×", value: speed("floor: bare native") },
     { goal: "stdout ÷ docker exec CLI (throughput)", aim: "≥ 0.90×", value: speed("docker exec (CLI") },
     { goal: "exec round trip: ours ÷ dockerode (time)", aim: "≤ 1.00×", value: ratio(median(exec?.variants[0]), median(find(exec, "dockerode"))) },
+    { goal: 'sandbox.run("/bin/true"): ours ÷ dockerode exec (time)', aim: "≤ 1.00×", value: ratio(median(run?.variants[0]), median(find(run, "dockerode"))) },
+    { goal: 'sandbox.run("/bin/true"): ours ÷ docker exec CLI (time)', aim: "≤ 0.70×", value: ratio(median(run?.variants[0]), median(find(run, "docker exec"))) },
     { goal: "warm pool: take() → first stdout byte", aim: "≤ 100 ms", value: milliseconds(median(pool?.variants[0])) },
     { goal: "cold reserve().start() → first stdout byte", aim: "(reference)", value: milliseconds(median(find(pool, "ours: cold"))) },
     { goal: "docker run → first stdout byte", aim: "(reference)", value: milliseconds(median(find(pool, "docker run"))) },

@@ -8,7 +8,7 @@ import { USER } from "./_rows.ts";
 import { type BenchConfig, dockerCli, roundRobin, type TimedVariant } from "./_setup.ts";
 import type { RowResult } from "./_stats.ts";
 
-/** Row 4: `sandbox.run("/bin/true")` round trip in the running sandbox `keeper`. */
+/** Row 5: `sandbox.run("/bin/true")` round trip in the running sandbox `keeper`. */
 export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockerode: DockerodeClient): Promise<RowResult> {
   const keeperId = keeper.resources.keeperId;
   const userText = `${USER.uid}:${USER.gid}`;
@@ -39,7 +39,7 @@ export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockero
   ];
   const results = await roundRobin(variants, config.execs, config.warmups);
   return {
-    row: '4. sandbox.run("/bin/true") round trip',
+    row: '5. sandbox.run("/bin/true") round trip',
     variants: variants.map((variant) => {
       const result = results.get(variant.name)!;
       return { variant: variant.name, samplesMs: result.samples, cpuMs: result.cpu, child: variant.child, unavailable: result.error };

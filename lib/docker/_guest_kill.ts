@@ -1,16 +1,20 @@
 /**
  * Ending one process inside the guest: an exec of the sandbox's own `/bin/sh` that finds the
- * process's wrapper by its name and kills its process group.
+ * process's leader by its mark and kills its process group.
  *
- * Every process runs under a wrapper shell that renames itself (`/proc/self/comm`, 15 bytes)
- * to a random name of the process; the wrapper is its exec's session and process-group
- * leader (runc starts every exec in a session of its own), and the command and its
- * descendants stay in that group unless they leave it. The kill scans `/proc/<pid>/stat`
- * with shell builtins only (no fork, so it still runs when a fork bomb holds every PID but
- * the one of its own exec) and sends `SIGKILL` to the group and its leader. A name no process
- * carries any more kills nothing. A process may rename itself, but never another process
- * (the kernel allows writing `comm` of the caller's own thread group only), so a guest
- * process can at most make its own kill miss.
+ * Every process gets a random 15-digit mark from its wrapper shell (see `process.ts`): the
+ * plain wrapper sets its soft `RLIMIT_LOCKS` to it and `exec`s the command (the mark survives
+ * `exec`); the forking wrapper of `killDescendantsOnExit` names itself with it
+ * (`/proc/self/comm`). Either way the marked process is its exec's leader: runc starts every
+ * exec in a session of its own, so the leader is its session and process-group leader, and
+ * its parent lies outside the guest's PID namespace (its `ppid` there is 0). The command and
+ * its descendants stay in that group unless they leave it. The kill scans `/proc/<pid>/stat`
+ * (and, of exec leaders only, `/proc/<pid>/limits`) with shell builtins only (no fork, so it
+ * still runs when a fork bomb holds every PID but the one of its own exec) and sends
+ * `SIGKILL` to the group and its leader. A mark no exec leader carries any more kills
+ * nothing. A process may change its own mark, but never another process's (the kernel lets
+ * a process set only its own limits and `comm`), so a guest process can at most make its own
+ * kill miss (and the sandbox then stops instead).
  *
  * @module
  */
@@ -19,15 +23,22 @@ import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
 import { WORK_PATH } from "./workload.ts";
 
 /**
- * The kill script; `$1` is the wrapper's name. It exits 0 when it found (and signalled) the
- * wrapper, {@linkcode NOT_FOUND} when no process carries the name. `read` and `kill` are
- * builtins of every POSIX shell, so the script needs nothing but `/bin/sh` and `/proc`.
+ * The kill script; `$1` is the process's mark. For every exec leader (`ppid` 0) whose `comm`
+ * or soft `RLIMIT_LOCKS` is the mark, it kills the leader's process group and the leader; it
+ * exits 0 when it found one, {@linkcode NOT_FOUND} when none carries the mark. `read`, `set`
+ * and `kill` are builtins of every POSIX shell, so the script needs nothing but `/bin/sh` and
+ * `/proc`.
  */
-export const KILL_SCRIPT = 'f=3; for d in /proc/[0-9]*; do read -r l 2>/dev/null < "$d/stat" || continue; ' +
-  'case $l in "${d#/proc/} ($1) "*) kill -9 -"${d#/proc/}" "${d#/proc/}" 2>/dev/null; f=0;; esac; done; exit $f';
+export const KILL_SCRIPT = 'm=$1; f=3; for d in /proc/[0-9]*; do p=${d#/proc/}; read -r l 2>/dev/null < "$d/stat" || continue; ' +
+  'set -f; set -- ${l##*) }; set +f; [ "$2" = 0 ] || continue; case $l in "$p ($m) "*) ;; ' +
+  '*) k=; while read -r a b c s r; do [ "$a $b $c" = "Max file locks" ] && k=$s; done 2>/dev/null < "$d/limits"; ' +
+  '[ "$k" = "$m" ] || continue;; esac; kill -9 -"$p" "$p" 2>/dev/null; f=0; done; exit $f';
 
-/** Exit code of the kill script when no process carries the name. */
+/** Exit code of the kill script when no exec leader carries the mark. */
 const NOT_FOUND = 3;
+
+const KILLED: GuestKillOutcome = Object.freeze({ kind: "killed" });
+const ABSENT: GuestKillOutcome = Object.freeze({ kind: "absent" });
 
 /** What the kill needs: the sandbox (its `stopping` ends the kill early) and the user. */
 export interface GuestKillHost extends ExitObserverHost {
@@ -35,29 +46,36 @@ export interface GuestKillHost extends ExitObserverHost {
 }
 
 /**
- * Kill the process group whose leader is named `name`, once. Bounded by
+ * What one kill found: `killed`, the leader was found and signalled; `absent`, no exec leader
+ * carries the mark (its wrapper has not set it yet, it is gone, or the sandbox stopped
+ * meanwhile); `unstarted`, the Engine reported the kill exec with `code`, neither 0 nor "not
+ * found": it could not start it (say, the runtime's own setup needed a PID while a fork bomb
+ * held every one), so the script never ran.
+ */
+export type GuestKillOutcome = { readonly kind: "killed" } | { readonly kind: "absent" } | { readonly kind: "unstarted"; readonly code: number };
+
+/**
+ * Kill the process group whose exec leader carries `mark`, once. Bounded by
  * `policy.deadlines.cleanupMs`.
  *
- * @returns `true` when the leader was found and signalled, `false` when no process carries
- *   the name (it has not renamed itself yet, it is gone, or the sandbox stopped meanwhile)
- * @throws {Error} when the kill did not run: the exec could not be created or started, its
- *   exit code is neither 0 nor "not found" (the Engine could not start it, say with every PID
- *   taken), or it did not end within the deadline
+ * @returns what the kill found (see {@linkcode GuestKillOutcome})
+ * @throws {Error} when the kill exec could not be created or started, or did not end within
+ *   the deadline
  */
-export async function killProcessGroup(host: GuestKillHost, name: string): Promise<boolean> {
+export async function killProcessGroup(host: GuestKillHost, mark: string): Promise<GuestKillOutcome> {
   const { engine, keeperId, user } = host;
   const timeoutMs = host.policy.deadlines.cleanupMs;
   const deadline = AbortSignal.timeout(timeoutMs);
   const signal = AbortSignal.any([host.stopping, deadline]);
   const execId = await createExec(engine, keeperId, {
-    Cmd: ["/bin/sh", "-c", KILL_SCRIPT, "sh", name],
+    Cmd: ["/bin/sh", "-c", KILL_SCRIPT, "sh", mark],
     Env: [],
     User: `${user.uid}:${user.gid}`,
     WorkingDir: WORK_PATH,
+    AttachStdin: false,
   }, { timeoutMs, signal });
   const attach = await startExec(engine, execId, { signal });
   try {
-    await attach.closeWrite();
     // The script writes nothing; its stream ends when it exits (anything the Engine writes
     // instead, say why it could not start it, is drained and judged by the exit code).
     await attach.readable.pipeTo(new WritableStream());
@@ -70,7 +88,6 @@ export async function killProcessGroup(host: GuestKillHost, name: string): Promi
     observeExit(host, execId, Promise.resolve()).then(resolve, reject)
       .finally(() => deadline.removeEventListener("abort", onDeadline));
   });
-  if (exit.kind === "unavailable" || exit.code === NOT_FOUND) return false;
-  if (exit.code !== 0) throw new Error(`the kill exec exited with code ${exit.code}`);
-  return true;
+  if (exit.kind === "unavailable" || exit.code === NOT_FOUND) return ABSENT;
+  return exit.code === 0 ? KILLED : Object.freeze({ kind: "unstarted", code: exit.code });
 }

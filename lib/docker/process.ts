@@ -4,11 +4,12 @@
  * `ReadableStream`s, its own deadline and kill, and an exit receipt read from
  * `GET /exec/{id}/json`.
  *
- * Every process runs under a fixed `/bin/sh` wrapper (its exec's leader, so the receipt is
- * the wrapper's exit status, which is the command's): the wrapper names itself for the kill
- * (see `_guest_kill.ts`), runs the command in a child whose `oom_score_adj` is 1000 and whose
- * stderr goes where the request says, optionally kills the descendants left in its process
- * group when the command exits, and exits with the command's status.
+ * Every process starts as a fixed `/bin/sh` wrapper that marks it for the kill (see
+ * `_guest_kill.ts`), raises its `oom_score_adj` to 1000 and routes stderr as the request
+ * says. Without `killDescendantsOnExit` the wrapper then `exec`s the command (no fork: the
+ * command is the exec's leader and the receipt its exit status); with it, the wrapper stays
+ * the leader, runs the command in a child, kills the descendants left in its process group
+ * when the command exits, and exits with the command's status.
  *
  * @module
  */
@@ -33,40 +34,52 @@ import { createExec, inspectExec, startExec } from "../engine/exec.ts";
 import type { EngineUpgrade } from "../engine/http/mod.ts";
 import { demultiplex } from "../engine/frames/demultiplex.ts";
 import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
-import { killProcessGroup } from "./_guest_kill.ts";
+import { type GuestKillOutcome, killProcessGroup } from "./_guest_kill.ts";
 import type { ProcessKind } from "./process_registry.ts";
 import { WORK_PATH } from "./workload.ts";
 import { asOutputError, asSandboxError } from "./_engine_errors.ts";
 import { setLongTimeout } from "./_long_timer.ts";
 
 /**
- * The wrapper every process runs under: `sh -c WRAPPER sh <name> <stderr> <argv…>`. It
- * renames itself to `<name>`, moves its own stderr aside (so the shell's "Killed" notice of a
- * child ended by a signal never reaches the process's stderr), runs the command in a subshell
- * that raises its own `oom_score_adj` to 1000 (allowed without privileges; measured on the
- * build machines: without it an OOM inside an exec can kill the keeper too) and `exec`s the
- * command with stderr as `<stderr>` says (`e` discard, `o` into stdout, `p` as it is), and
- * exits with the command's status.
+ * The wrapper that stays the exec's leader while the command runs in a child: `sh -c
+ * FORKING_WRAPPER sh <mark> <stderr> <argv…>`. It renames itself to `<mark>`
+ * (`/proc/self/comm`, the 15 digits fit), moves its own stderr aside (so the shell's "Killed"
+ * notice of a child ended by a signal never reaches the process's stderr), runs the command
+ * in a subshell that raises its own `oom_score_adj` to 1000 and `exec`s the command with
+ * stderr as `<stderr>` says; the caller appends what follows the command's exit.
  */
-export const PROCESS_WRAPPER = 'printf %s "$1" > /proc/self/comm 2>/dev/null; f=$2; shift 2; exec 4>&2 2>/dev/null; ' +
+const FORKING_WRAPPER = 'printf %s "$1" > /proc/self/comm 2>/dev/null; f=$2; shift 2; exec 4>&2 2>/dev/null; ' +
   "case $f in " +
   'e) ( echo 1000 > /proc/self/oom_score_adj; exec "$@" 2>/dev/null 4>&- );; ' +
   'o) ( echo 1000 > /proc/self/oom_score_adj; exec "$@" 2>&1 4>&- );; ' +
   '*) ( echo 1000 > /proc/self/oom_score_adj; exec "$@" 2>&4 4>&- );; ' +
   "esac; ";
 
-/** {@linkcode PROCESS_WRAPPER} for a process without `killDescendantsOnExit`. */
-const PLAIN_WRAPPER = `${PROCESS_WRAPPER}exit $?`;
-
 /**
- * {@linkcode PROCESS_WRAPPER} for `killDescendantsOnExit`: once the command exited, `SIGKILL`
+ * {@linkcode FORKING_WRAPPER} for `killDescendantsOnExit`: once the command exited, `SIGKILL`
  * every other live member of the wrapper's process group (shell builtins only, repeated until
  * a scan finds none, at most 100 rounds), then exit with the command's status.
  */
-const KILLING_WRAPPER = `${PROCESS_WRAPPER}s=$?; m() { [ "$1" != Z ] && [ "$3" = "$$" ]; }; r=0; n=1; ` +
+const KILLING_WRAPPER = `${FORKING_WRAPPER}s=$?; m() { [ "$1" != Z ] && [ "$3" = "$$" ]; }; r=0; n=1; ` +
   'while [ $n -gt 0 ] && [ $r -lt 100 ]; do r=$((r + 1)); n=0; for d in /proc/[0-9]*; do ' +
   '[ "${d#/proc/}" = "$$" ] && continue; read -r l 2>/dev/null < "$d/stat" || continue; ' +
   'm ${l##*) } && { kill -9 "${d#/proc/}" 2>/dev/null; n=$((n + 1)); }; done; done; exit $s';
+
+/**
+ * The wrapper of a process without `killDescendantsOnExit`: `sh -c PLAIN_WRAPPER sh <mark>
+ * <stderr> <argv…>`. It sets its soft `RLIMIT_LOCKS` to `<mark>` (`ulimit -x`: busybox,
+ * bash; `ulimit -w`: dash), a limit Linux has not enforced since 2.4.25, so the mark changes
+ * nothing else (the command and its descendants inherit it); raises its `oom_score_adj` to
+ * 1000 (allowed without privileges; measured on the build machines: without it an OOM inside
+ * an exec can kill the keeper too); and `exec`s the command with stderr as `<stderr>` says
+ * (`e` discard, `o` into stdout, `p` as it is). No fork: the command itself is the exec's
+ * leader and the receipt is its exit status. A shell that takes neither option runs
+ * {@linkcode FORKING_WRAPPER} instead.
+ */
+const PLAIN_WRAPPER = 'if { ulimit -S -x "$1" || ulimit -S -w "$1"; } 2>/dev/null; then f=$2; shift 2; ' +
+  "echo 1000 > /proc/self/oom_score_adj 2>/dev/null; " +
+  'case $f in e) exec "$@" 2>/dev/null;; o) exec "$@" 2>&1;; *) exec "$@";; esac; fi; ' +
+  `${FORKING_WRAPPER}exit $?`;
 
 /** Most kills of one end (see `DockerProcess.#kill`). */
 const KILL_ATTEMPTS = 8;
@@ -107,6 +120,8 @@ export interface GuestCommand {
   readonly killDescendantsOnExit: boolean;
   /** Where stderr goes. */
   readonly stderr: SandboxStderrMode;
+  /** Attach stdin (else the guest reads `/dev/null` and `stdin` refuses writes). */
+  readonly attachStdin: boolean;
   /** `"process"` (the caller's) or `"file"` (a file reader or writer of the backend). */
   readonly kind: ProcessKind;
   /** Whether what ends it early stops the whole sandbox (the process of policy `processes: "one"`). */
@@ -119,13 +134,18 @@ export class DockerProcessReservation implements SandboxProcessReservation {
   readonly request: NormalizedSandboxProcessRequest;
   readonly #host: ProcessHost;
   readonly #endsSandbox: boolean;
+  readonly #attachStdin: boolean;
   #started = false;
 
-  /** @internal Made by `DockerSandbox.reserveProcess`. */
-  constructor(request: NormalizedSandboxProcessRequest, host: ProcessHost, endsSandbox: boolean) {
+  /**
+   * @internal Made by `DockerSandbox.reserveProcess` (and `run()`, which attaches stdin only
+   * when it has input to send).
+   */
+  constructor(request: NormalizedSandboxProcessRequest, host: ProcessHost, endsSandbox: boolean, attachStdin = true) {
     this.request = request;
     this.#host = host;
     this.#endsSandbox = endsSandbox;
+    this.#attachStdin = attachStdin;
   }
 
   /**
@@ -151,16 +171,20 @@ export class DockerProcessReservation implements SandboxProcessReservation {
       timeoutMs: request.timeoutMs,
       killDescendantsOnExit: request.killDescendantsOnExit,
       stderr: request.stderr,
+      attachStdin: this.#attachStdin,
       kind: "process",
       endsSandbox: this.#endsSandbox,
     }, "start process", options);
   }
 }
 
-/** A random wrapper name: `ac-` and 12 hex digits (48 bits), 15 bytes, as `comm` holds. */
-function wrapperName(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(6));
-  return `ac-${Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+/**
+ * A random process mark: a decimal number of 15 digits (from 48 random bits), which fits
+ * `comm` (15 bytes) for the forking wrapper and a soft `RLIMIT_LOCKS` for the plain one.
+ */
+function processMark(): string {
+  const [high, low] = crypto.getRandomValues(new Uint32Array(2));
+  return String(10 ** 14 + ((high & 0xffff) * 2 ** 32 + low) % (9 * 10 ** 14));
 }
 
 /**
@@ -177,16 +201,17 @@ export async function startGuestProcess(
 ): Promise<DockerProcess> {
   if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
   const release = host.admit(command.kind, action);
-  const name = wrapperName();
+  const mark = processMark();
   const stderr = command.stderr === "discard" ? "e" : command.stderr === "stdout" ? "o" : "p";
   let attach: EngineUpgrade;
   let execId: string;
   try {
     execId = await createExec(host.engine, host.keeperId, {
-      Cmd: ["/bin/sh", "-c", command.killDescendantsOnExit ? KILLING_WRAPPER : PLAIN_WRAPPER, "sh", name, stderr, ...command.argv],
+      Cmd: ["/bin/sh", "-c", command.killDescendantsOnExit ? KILLING_WRAPPER : PLAIN_WRAPPER, "sh", mark, stderr, ...command.argv],
       Env: Object.entries(command.env).map(([variable, value]) => `${variable}=${value}`),
       User: `${host.user.uid}:${host.user.gid}`,
       WorkingDir: command.workingDir,
+      AttachStdin: command.attachStdin,
     }, { timeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
     attach = await startExec(host.engine, execId, { signal: options.signal });
   } catch (error) {
@@ -201,7 +226,7 @@ export async function startGuestProcess(
     attach.abort(host.stopping.reason);
     throw host.stopping.reason as SandboxError;
   }
-  const process = new DockerProcess(host, command, name, execId, attach, release);
+  const process = new DockerProcess(host, command, mark, execId, attach, release);
   if (command.kind === "process") await host.processStarted();
   return process;
 }
@@ -235,17 +260,17 @@ export class DockerProcess implements SandboxProcess {
   readonly exit: Promise<SandboxExitReceipt>;
   readonly #host: ProcessHost;
   readonly #command: GuestCommand;
-  readonly #name: string;
+  readonly #mark: string;
   readonly #execId: string;
   #endReason: SandboxKillReason | undefined;
   #settled = false;
   #killing: Promise<void> | undefined;
 
   /** @internal Made by {@linkcode startGuestProcess}. */
-  constructor(host: ProcessHost, command: GuestCommand, name: string, execId: string, attach: EngineUpgrade, release: () => void) {
+  constructor(host: ProcessHost, command: GuestCommand, mark: string, execId: string, attach: EngineUpgrade, release: () => void) {
     this.#host = host;
     this.#command = command;
-    this.#name = name;
+    this.#mark = mark;
     this.#execId = execId;
     // The attach output ends with the sandbox's stop cause once compute removal begins.
     const onStopping = () => attach.abort(host.stopping.reason);
@@ -264,7 +289,7 @@ export class DockerProcess implements SandboxProcess {
     this.stdout = output.stdout;
     this.stderr = output.stderr;
     const ended = new AbortController();
-    this.stdin = stdinStream(attach, host.stopping, ended.signal);
+    this.stdin = command.attachStdin ? stdinStream(attach, host.stopping, ended.signal) : detachedStdin();
     const streamEnded = output.done.then(() => undefined, () => undefined);
     // The connection lives as long as the output. Descendants may write after the leader
     // exited, but the Engine ends the stream about 2 s after the leader's exit (as with
@@ -289,10 +314,12 @@ export class DockerProcess implements SandboxProcess {
     // Once the output ended and the leader's exit was observed, nothing more can flow: the
     // connection is dropped, so a stdin write the guest will never read fails at once
     // instead of waiting for the socket to drain.
-    Promise.all([streamEnded, this.exit]).then(() => {
-      ended.abort(new SandboxStateError("Cannot write stdin: the process has exited"));
-      attach.abort(ended.signal.reason);
-    }, () => {});
+    if (command.attachStdin) {
+      Promise.all([streamEnded, this.exit]).then(() => {
+        ended.abort(new SandboxStateError("Cannot write stdin: the process has exited"));
+        attach.abort(ended.signal.reason);
+      }, () => {});
+    }
   }
 
   /**
@@ -324,21 +351,25 @@ export class DockerProcess implements SandboxProcess {
   }
 
   /**
-   * Run the kill inside the guest until it found the wrapper or the leader is gone. The
+   * Run the kill inside the guest until it found the leader or the leader is gone. The
    * Engine answers an exec start before its process exists, so a kill right after the start
-   * can come before the wrapper named itself: while no process carries the name and the
-   * exec still runs (`GET /exec/{id}/json` has no exit code), the kill is repeated after 10,
-   * 20, 40, … 640 ms, 8 kills at most. When the kill cannot run, or the leader still runs
-   * unfound after the last one (it renamed itself), the sandbox stops instead, so the bound
-   * is never left unenforced.
+   * can come before the wrapper set its mark; and while a fork bomb holds every PID, the
+   * runtime may fail to start the kill exec (measured: about 1 start in 20 fails so). While
+   * the exec still runs (`GET /exec/{id}/json` has no exit code) and the kill found no
+   * leader or could not start, it is repeated after 10, 20, 40, … 640 ms, 8 kills at most.
+   * When the kill exec cannot be created or does not end in time, when the last attempt
+   * could not start, or when the leader still runs unfound after the last one (it changed
+   * its mark), the sandbox stops instead, so the bound is never left unenforced.
    */
   async #kill(reason: SandboxKillReason): Promise<void> {
     const host = this.#host;
     const stop = (why: string, cause?: unknown) =>
       host.stopFor(new SandboxEngineError(`Cannot end process: ${why}, so the sandbox was stopped to end it (${reason})`, { cause }));
     try {
+      let outcome: GuestKillOutcome = { kind: "absent" };
       for (let attempt = 0; attempt < KILL_ATTEMPTS; attempt++) {
-        if (await killProcessGroup(host, this.#name) || this.#settled || host.stopping.aborted) return;
+        outcome = await killProcessGroup(host, this.#mark);
+        if (outcome.kind === "killed" || this.#settled || host.stopping.aborted) return;
         const state = await inspectExec(host.engine, this.#execId, { timeoutMs: host.policy.deadlines.cleanupMs });
         if (!state.Running && state.ExitCode !== null) return;
         await new Promise<void>((resolve) => {
@@ -350,7 +381,11 @@ export class DockerProcess implements SandboxProcess {
         });
         if (this.#settled || host.stopping.aborted) return;
       }
-      await stop(`its leader still runs but no guest process carries its name ${this.#name} (did it rename itself?)`);
+      await stop(
+        outcome.kind === "unstarted"
+          ? `the kill inside the guest did not run (the Engine reported its exec with code ${outcome.code} ${KILL_ATTEMPTS} times)`
+          : `its leader still runs but no exec leader in the guest carries its mark ${this.#mark} (did it change its RLIMIT_LOCKS or rename itself?)`,
+      );
     } catch (error) {
       if (host.stopping.aborted) return;
       await stop(`the kill inside the guest did not run (${error instanceof Error ? error.message : String(error)})`, error);
@@ -365,6 +400,15 @@ export class DockerProcess implements SandboxProcess {
     if (reason === "abandoned_output") return new SandboxAbandonedOutputError("Cannot continue process: its output was abandoned");
     return new SandboxStoppedError(`Cannot continue: the sandbox's one process was ended (${reason}), so the sandbox was stopped`);
   }
+}
+
+/** The `stdin` of a process started without stdin: closing is a no-op, a write is refused. */
+function detachedStdin(): WritableStream<Uint8Array> {
+  return new WritableStream<Uint8Array>({
+    write() {
+      throw new SandboxStateError("Cannot write stdin: the process was started without stdin");
+    },
+  });
 }
 
 function stdinStream(attach: EngineUpgrade, stopping: AbortSignal, ended: AbortSignal): WritableStream<Uint8Array> {

@@ -14,7 +14,12 @@ import {
   type SandboxWriteFileOptions,
 } from "../sandbox/guest_files.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
-import { normalizeProcessRequest, type SandboxProcessRequest } from "../sandbox/process.ts";
+import {
+  DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
+  type NormalizedSandboxProcessRequest,
+  normalizeProcessRequest,
+  type SandboxProcessRequest,
+} from "../sandbox/process.ts";
 import { normalizeRunRequest, type SandboxRunOptions, type SandboxRunResult } from "../sandbox/run.ts";
 import {
   markPartialImport,
@@ -243,12 +248,16 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    * @throws {SandboxStoppedError} when compute is stopped
    */
   reserveProcess(request: SandboxProcessRequest): DockerProcessReservation {
-    const normalized = normalizeProcessRequest(request);
+    return this.#reserve(normalizeProcessRequest(request), true);
+  }
+
+  /** Reserve the validated `request`; `attachStdin` false: the guest reads `/dev/null`. */
+  #reserve(request: NormalizedSandboxProcessRequest, attachStdin: boolean): DockerProcessReservation {
     if (this.#state !== "running") {
       throw this.#stopCause ?? new SandboxStoppedError("Cannot reserve process: the sandbox is stopped");
     }
     this.#processes.reserve();
-    return new DockerProcessReservation(normalized, this.#host, this.#policy.processes === "one");
+    return new DockerProcessReservation(request, this.#host, this.#policy.processes === "one", attachStdin);
   }
 
   /**
@@ -276,14 +285,17 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    */
   async run(executable: string, args?: readonly string[], options?: SandboxRunOptions): Promise<SandboxRunResult> {
     const request = normalizeRunRequest(executable, args, options);
-    const reservation = this.reserveProcess({
+    // Validated once: the run's fields are those of a process request. Stdin is attached
+    // only when there is input to send (without it the command reads /dev/null).
+    const reservation = this.#reserve(Object.freeze({
       executable: request.executable,
       args: request.args,
       env: request.env,
+      maxBufferedOutputBytes: DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
       timeoutMs: request.timeoutMs,
       killDescendantsOnExit: request.killDescendantsOnExit,
       stderr: request.stderr,
-    });
+    }), request.stdin !== undefined);
     return await runToEnd(reservation, request, this.#stopping.signal);
   }
 

@@ -19,7 +19,20 @@ export interface ExecCreateBody {
   readonly User: string;
   /** Working directory in the guest. */
   readonly WorkingDir: string;
+  /**
+   * Attach stdin: the process reads what the upgraded connection sends until its
+   * half-close. Without it the guest process's stdin is `/dev/null`.
+   *
+   * @default {true}
+   */
+  readonly AttachStdin?: boolean;
 }
+
+/** The reply of `POST /containers/{id}/exec` (built once: a zod schema is costly to build). */
+const execCreatedSchema = z.looseObject({ Id: z.string().regex(/^[0-9a-f]{64}$/u) });
+
+/** The body of every `POST /exec/{id}/start` (attached, no TTY), encoded once. */
+const EXEC_START_BODY = new TextEncoder().encode(JSON.stringify({ Detach: false, Tty: false }));
 
 /** Schema of `GET /exec/{id}/json` (fields this project reads). */
 export const execInspectSchema = z.looseObject({
@@ -34,7 +47,8 @@ export const execInspectSchema = z.looseObject({
 export type ExecInspect = z.infer<typeof execInspectSchema>;
 
 /**
- * `POST /containers/{id}/exec`: an exec attached to stdin, stdout and stderr, no TTY.
+ * `POST /containers/{id}/exec`: an exec attached to stdout, stderr and (unless
+ * `body.AttachStdin` is `false`) stdin, no TTY.
  *
  * @returns the exec ID
  * @throws {DockerEngineError} `not_found` for a missing container, `conflict` when it is not running
@@ -47,9 +61,9 @@ export async function createExec(
 ): Promise<string> {
   const reply = await engine.request("POST", `/containers/${encodeURIComponent(containerId)}/exec`, {
     action: "create exec",
-    json: { ...body, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false, Privileged: false },
+    json: { AttachStdin: true, ...body, AttachStdout: true, AttachStderr: true, Tty: false, Privileged: false },
     expect: [201],
-    schema: z.looseObject({ Id: z.string().regex(/^[0-9a-f]{64}$/u) }),
+    schema: execCreatedSchema,
     ...options,
   });
   return reply.value.Id;
@@ -67,7 +81,7 @@ export async function startExec(
   options: { connectTimeoutMs?: number; headerTimeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<EngineUpgrade> {
   return await engine.upgrade("POST", `/exec/${encodeURIComponent(execId)}/start`, {
-    body: new TextEncoder().encode(JSON.stringify({ Detach: false, Tty: false })),
+    body: EXEC_START_BODY,
     contentType: "application/json",
     ...options,
   });

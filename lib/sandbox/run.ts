@@ -63,7 +63,7 @@ export interface SandboxRunOptions {
    * half-closed after the last byte. A command that exits without reading all of it is not
    * an error.
    *
-   * @default {undefined} empty (stdin is closed at once)
+   * @default {undefined} none: the command reads `/dev/null` (end of file at once)
    */
   readonly stdin?: Uint8Array | string | Blob | ReadableStream<Uint8Array>;
   /**

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { SandboxDeadlineError, SandboxOutputLimitError, SandboxAbandonedOutputError } from "../../lib/sandbox/errors.ts";
-import { engineTest } from "./_engine.ts";
+import { engineTest, eventually } from "./_engine.ts";
 import { readUntil, testPolicy, text, withSandbox } from "./_sandbox.ts";
 
 // The kernel's own counters, read by the guest without forking (ash builtins only), so a
@@ -78,6 +78,42 @@ exec sleep 600`;
     await sandbox.stop();
     assert.equal(sandbox.state, "stopped");
     assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
+  }, { policy: { resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 24 } } });
+});
+
+engineTest("DockerSandbox a process's timeoutMs ends a fork bomb that holds every PID; the sandbox runs on and starts the next process", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const pids = async () => {
+      const stats = await engine.request("GET", `/containers/${sandbox.resources.keeperId}/stats`, {
+        query: { stream: false, "one-shot": true },
+        schema: z.looseObject({ pids_stats: z.looseObject({ current: z.number() }) }),
+      });
+      return stats.value.pids_stats.current;
+    };
+    const idle = await pids();
+    // The holding bomb of the test above, in the process's own process group. Its leader
+    // waits (without forking) until the kernel refused a fork, reports it and sleeps; the
+    // process's timeoutMs then ends the whole group. timeoutMs is only a generous bound on
+    // how long 24 forks take: the report must come first, or the test fails naming it.
+    const script = CGROUP_READERS + `
+cg pids pids.events pids.events; events=$CG
+b() { b & b & exec sleep 600; }
+b &
+polls=0; field "$events" max
+while [ "$FIELD" = 0 ] && [ $polls -lt 600 ]; do polls=$((polls + 1)); read -t 0.05 x; field "$events" max; done
+echo "refused $FIELD"
+exec sleep 600`;
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", script], timeoutMs: 8_000 }).start();
+    const out = await readUntil(process.stdout, (seen) => /^refused .*\n/m.test(seen))
+      .catch((error) => assert.fail(`the bomb did not fill the PID limit before its timeoutMs ended it: ${error}`));
+    const refused = Number(/^refused (\d+)$/m.exec(out)?.[1]);
+    assert.ok(refused > 0, `the kernel refused forks at the limit: the bomb holds every PID (${out.trim()})`);
+    assert.deepEqual(await process.exit, { kind: "killed", reason: "timeout", code: 137 });
+    assert.equal(sandbox.state, "running", `the sandbox runs on (stop cause ${sandbox.stopCause})`);
+    await eventually("the bomb's tasks to be gone", async () => ((await pids()) <= idle ? true : undefined));
+    const next = await sandbox.run("/bin/echo", ["after the bomb"]);
+    assert.deepEqual(next.exit, { kind: "exited", code: 0 });
+    assert.equal(next.stdoutText, "after the bomb\n");
   }, { policy: { resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 24 } } });
 });
 

@@ -4,15 +4,17 @@
 import assert from "node:assert/strict";
 import {
   SandboxAbandonedOutputError,
+  SandboxEngineError,
   SandboxOutputLimitError,
   SandboxQuotaError,
   SandboxStateError,
   SandboxStoppedError,
 } from "../../lib/sandbox/errors.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
-import { engineTest, eventually } from "./_engine.ts";
+import { endpoint, engineTest, eventually } from "./_engine.ts";
+import { startFaultProxy } from "./_fault_proxy.ts";
 import { bytes } from "./_files.ts";
-import { readUntil, testPolicy, text, withSandbox } from "./_sandbox.ts";
+import { assertGone, readUntil, recordingPort, testPolicy, text, withBackend, withSandbox } from "./_sandbox.ts";
 
 const encoder = new TextEncoder();
 
@@ -135,6 +137,106 @@ engineTest("DockerSandbox a process's timeoutMs kills it and its descendants, no
     await eventually("the descendants to be gone", async () =>
       (await countProcesses(sandbox, "sleep 6001")) + (await countProcesses(sandbox, "sleep 6002")) === 0 ? true : undefined);
   });
+});
+
+engineTest("DockerSandbox a process is its exec's leader, marked for the kill; killDescendantsOnExit keeps its wrapper as the leader", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    // ppid 0: the parent lies outside the guest's PID namespace (runc), so no wrapper shell
+    // stands between the exec and the command. `ulimit -x` prints the mark the kill looks for.
+    const report = 'read -r l < /proc/$$/stat; set -- ${l##*) }; echo "pid $$ ppid $2 pgrp $3 mark $(ulimit -x)"';
+    const plain = /^pid (\d+) ppid (\d+) pgrp (\d+) mark (\S+)$/.exec((await sandbox.run("/bin/sh", ["-c", report])).stdoutText.trim());
+    assert.ok(plain, "the guest's report");
+    assert.equal(plain[2], "0", "the command is the exec's leader");
+    assert.equal(plain[3], plain[1], "and leads its process group");
+    assert.match(plain[4], /^\d{15}$/, "its soft RLIMIT_LOCKS is the 15-digit mark");
+    const kept = /^pid (\d+) ppid (\d+) pgrp (\d+) mark (\S+)$/.exec(
+      (await sandbox.run("/bin/sh", ["-c", report], { killDescendantsOnExit: true })).stdoutText.trim(),
+    );
+    assert.ok(kept, "the guest's report");
+    assert.notEqual(kept[2], "0", "the wrapper is the command's parent");
+    assert.equal(kept[3], kept[2], "and leads the process group");
+    assert.equal(kept[4], "unlimited", "the forking wrapper is found by its name instead");
+  });
+});
+
+engineTest("DockerSandbox a descendant that leaves the process group (setsid) escapes the per-process kill; stop() still ends it", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "setsid sleep 6005 & sleep 6006 & wait"] }).start();
+    // busybox setsid calls setsid() before it execs sleep: a "sleep 6005" command line is
+    // already in a session of its own.
+    await eventually("both children to run", async () =>
+      (await countProcesses(sandbox, "sleep 6005")) === 1 && (await countProcesses(sandbox, "sleep 6006")) === 1 ? true : undefined);
+    await process.kill();
+    assert.deepEqual(await process.exit, { kind: "killed", reason: "requested", code: 137 });
+    await eventually("the group's child to be gone", async () => (await countProcesses(sandbox, "sleep 6006")) === 0 ? true : undefined);
+    assert.equal(await countProcesses(sandbox, "sleep 6005"), 1, "the child that left the group escaped the kill");
+    assert.equal(sandbox.state, "running");
+    await sandbox.stop();
+    // stop() removes the keeper container, and with it every guest process, the escaped one too.
+    await assert.rejects(
+      engine.request("GET", `/containers/${sandbox.resources.keeperId}/json`),
+      (error: unknown) => error instanceof Error && "code" in error && error.code === "not_found",
+    );
+  });
+});
+
+/** A leader that raised its RLIMIT_LOCKS soft limit back to unlimited: its kill finds no mark. */
+const UNMARKED = ["-c", "ulimit -S -x unlimited; echo unmarked; exec sleep 600"];
+
+/** Starts an {@linkcode UNMARKED} process and kills it: the sandbox stops; returns the stop cause. */
+async function killUnmarked(sandbox: DockerSandbox): Promise<SandboxEngineError> {
+  const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: UNMARKED }).start();
+  assert.equal(await readUntil(process.stdout, (seen) => seen.includes("unmarked\n")), "unmarked\n");
+  await process.kill();
+  assert.equal(sandbox.state, "stopped");
+  assert.deepEqual(await process.exit, { kind: "unavailable", reason: "sandbox_stopped" });
+  const cause = sandbox.stopCause;
+  assert.ok(cause instanceof SandboxEngineError && cause.code === "engine", String(cause));
+  return cause;
+}
+
+engineTest("DockerSandbox a leader that removes its mark makes its kill miss, so the sandbox stops instead", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    assert.match(
+      (await killUnmarked(sandbox)).message,
+      /^Cannot end process: its leader still runs but no exec leader in the guest carries its mark \d{15} \(did it change its RLIMIT_LOCKS or rename itself\?\), so the sandbox was stopped to end it \(requested\)$/,
+    );
+  });
+});
+
+engineTest("DockerSandbox a kill exec the Engine reports as not started is retried 8 times, then the sandbox stops", async (engine) => {
+  // A real Engine fails to start an exec only now and then (a fork bomb holding every PID):
+  // the proxy makes each kill exec's receipt say 126, the code of an exec the runtime could
+  // not start. The leader removed its mark, so the real kill finds nothing and ends nothing.
+  await using proxy = await startFaultProxy({ upstream: endpoint! });
+  let rewritten = 0;
+  proxy.inject({
+    method: "GET",
+    path: /^\/exec\/[0-9a-f]{64}\/json$/,
+    occurrence: "every",
+    fault: {
+      kind: "rewrite",
+      body: (text) => {
+        const reply = JSON.parse(text) as { ExitCode: number | null };
+        if (!text.includes("Max file locks") || reply.ExitCode === null) return text;
+        rewritten += 1;
+        return JSON.stringify({ ...reply, ExitCode: 126 });
+      },
+    },
+  });
+  await withBackend(async (backend) => {
+    const sandbox = await backend.reserve({ policy: testPolicy }, recordingPort()).start();
+    try {
+      assert.equal(
+        (await killUnmarked(sandbox)).message,
+        "Cannot end process: the kill inside the guest did not run (the Engine reported its exec with code 126 8 times), so the sandbox was stopped to end it (requested)",
+      );
+      assert.equal(rewritten, 8, "one kill exec per attempt");
+    } finally {
+      await sandbox.destroy();
+      await assertGone(engine, sandbox);
+    }
+  }, undefined, proxy.endpoint);
 });
 
 engineTest("DockerSandbox killDescendantsOnExit ends a command's background children when it exits; without it they live on", async (engine) => {

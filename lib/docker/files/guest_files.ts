@@ -74,6 +74,7 @@ function helper(host: ProcessHost, argv: readonly string[], action: string, guar
     timeoutMs: undefined,
     killDescendantsOnExit: false,
     stderr: "pipe",
+    attachStdin: true,
     kind: "file",
     endsSandbox: false,
   }, action, { signal: guard.signal });
