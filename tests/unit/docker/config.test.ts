@@ -142,6 +142,25 @@ test("DockerSandboxBackend.reserve rejects tmpfs sizes without memory headroom a
   assert.equal(recorded, 0);
 });
 
+test("createDockerSandboxBackend takes config.defaultExportQuota.bytes, naming the field for anything else", () => {
+  assert.equal(createDockerSandboxBackend(valid).settings.defaultExportQuota, undefined);
+  const settings = createDockerSandboxBackend({ ...valid, defaultExportQuota: { bytes: 0 } }).settings;
+  assert.deepEqual(settings.defaultExportQuota, { bytes: 0 });
+  assert.ok(Object.isFrozen(settings.defaultExportQuota));
+  for (const [quota, reason] of [
+    [{ bytes: -1 }, "config.defaultExportQuota.bytes must be an integer from 0 to 9007199254740991 bytes"],
+    [{ bytes: 1.5 }, "config.defaultExportQuota.bytes must be an integer from 0 to 9007199254740991 bytes"],
+    [{}, "config.defaultExportQuota.bytes is required"],
+    [{ bytes: 1, files: 2 }, "config.defaultExportQuota.files is not a known field"],
+  ] as const) {
+    assert.throws(
+      () => createDockerSandboxBackend({ ...valid, defaultExportQuota: quota as never }),
+      (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && error.message === `Cannot create Docker sandbox backend: ${reason}`,
+      JSON.stringify(quota),
+    );
+  }
+});
+
 // config.datasets: every bound rejects at construction (no I/O) with the field and the entry
 // index as given; the list is sorted by name and frozen.
 
