@@ -9,7 +9,7 @@ import { type ContainerInspect, containerInspectSchema } from "../../../lib/engi
 import { accessorSpec } from "../../../lib/docker/files/accessor.ts";
 import { accessorMounts, keeperMounts, mountMismatches } from "../../../lib/docker/mounts.ts";
 import { keeperCreateBody, verifyWorkload, type WorkloadSpec } from "../../../lib/docker/workload.ts";
-import { normalizePolicy } from "../../../lib/sandbox/policy.ts";
+import { normalizePolicy, type SandboxPolicyInput } from "../../../lib/sandbox/policy.ts";
 import { SandboxUnsupportedError } from "../../../lib/sandbox/errors.ts";
 
 const fixtures = new URL("../../fixtures/engine/", import.meta.url);
@@ -109,18 +109,23 @@ function withLaterFields(inspect: ContainerInspect, spec: WorkloadSpec): Contain
   return { ...inspect, HostConfig: { ...inspect.HostConfig, Tmpfs: sent.Tmpfs, ShmSize: sent.ShmSize, Ulimits: sent.Ulimits } };
 }
 
-test("verifyWorkload and the accessor's readback fail with the mount mismatch named", async () => {
-  const original = await recorded("keeper-datasets.inspect.json");
-  const spec: WorkloadSpec = {
+/** The spec the recorded keeper was started with, under `policy`. */
+function recordedSpec(original: ContainerInspect, policy: SandboxPolicyInput): WorkloadSpec {
+  return {
     imageDigest: original.Image,
     user: { uid: 65534, gid: 65534 },
     keeperUser: { uid: 65534, gid: 65534 }, // the recorded readback predates the keeper's own identity
-    policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 64 << 20, pids: 32 } }),
+    policy: normalizePolicy(policy),
     mounts: keeper,
     networkName: undefined,
     labels: original.Config.Labels ?? {},
     appArmorProfile: "",
   };
+}
+
+test("verifyWorkload and the accessor's readback fail with the mount mismatch named", async () => {
+  const original = await recorded("keeper-datasets.inspect.json");
+  const spec = recordedSpec(original, { resources: { cpus: 1, memoryBytes: 64 << 20, pids: 32 } });
   const inspect = withLaterFields(original, spec);
   verifyWorkload(inspect, spec, true);
   assert.throws(() => verifyWorkload(inspect, { ...spec, mounts: keeperMounts(volume, datasets.slice(1)) }, true), (error) =>
@@ -133,16 +138,7 @@ test("verifyWorkload and the accessor's readback fail with the mount mismatch na
 
 test("verifyWorkload names a ulimit, ShmSize or tmpfs inode bound that reads back differently", async () => {
   const original = await recorded("keeper-datasets.inspect.json");
-  const spec: WorkloadSpec = {
-    imageDigest: original.Image,
-    user: { uid: 65534, gid: 65534 },
-    keeperUser: { uid: 65534, gid: 65534 },
-    policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 64 << 20, pids: 32 }, ulimits: { nofile: 512 } }),
-    mounts: keeper,
-    networkName: undefined,
-    labels: original.Config.Labels ?? {},
-    appArmorProfile: "",
-  };
+  const spec = recordedSpec(original, { resources: { cpus: 1, memoryBytes: 64 << 20, pids: 32 }, ulimits: { nofile: 512 } });
   const good = withLaterFields(original, spec);
   verifyWorkload(good, spec, true);
   /** The one mismatch `verifyWorkload` names for `host` (asserting its class and code). */
