@@ -86,7 +86,7 @@ function tmpfsMounts(policy: SandboxPolicy, user: { uid: number; gid: number }):
  * 0/0. Execs inherit the container's limits (measured on Engine 28.5 with runc: an exec's
  * `/proc/self/limits` shows these values), so this one list bounds every process.
  */
-export function ulimitsOf(policy: SandboxPolicy): { Name: string; Soft: number; Hard: number }[] {
+function ulimitsOf(policy: SandboxPolicy): { Name: string; Soft: number; Hard: number }[] {
   const { nofile, nproc, msgqueue, memlock, sigpending } = policy.ulimits;
   const limits: [string, number][] = [["core", 0], ["nofile", nofile], ["nproc", nproc], ["msgqueue", msgqueue], ["memlock", memlock], ["sigpending", sigpending]];
   return limits.map(([Name, value]) => ({ Name, Soft: value, Hard: value }));
