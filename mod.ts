@@ -74,7 +74,7 @@ export {
 } from "./lib/docker/pool.ts";
 export { DockerProcess, DockerProcessReservation } from "./lib/docker/process.ts";
 export { importDirectory } from "./lib/docker/files/import_directory.ts";
-export { exportToDirectory, type ExportToDirectoryOptions } from "./lib/docker/files/export_to_directory.ts";
+export { DEFAULT_EXPORT_MODE_MASK, exportToDirectory, type ExportToDirectoryOptions } from "./lib/docker/files/export_to_directory.ts";
 export {
   DOCKER_SANDBOX_PROFILES,
   type DockerSandboxProfile,

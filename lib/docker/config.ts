@@ -61,6 +61,17 @@ export interface DockerSandboxBackendConfig {
    * @default undefined (allowlist policies are refused)
    */
   readonly proxyImageDigest?: string;
+  /**
+   * Byte quota of every export that sets none: `exportTree` without `options.quota.bytes`
+   * (and so `exportToDirectory` of its entries) fails with `SandboxQuotaError` (`quota`)
+   * before an entry would take the declared content bytes past `bytes`; `readFile` without
+   * `options.maxBytes` reads at most `bytes` when that is below its own 16 MiB default. An
+   * integer from 0 to 2^53 - 1. Declared sizes count, so a sparse guest file (a few blocks
+   * on the guest's disk) counts, and is written on the host, at its full length.
+   *
+   * @default {undefined} no default byte quota (exports run as large as their source)
+   */
+  readonly defaultExportQuota?: { readonly bytes: number };
 }
 
 /** The validated, frozen configuration. */
@@ -83,6 +94,8 @@ export interface DockerSandboxBackendSettings {
   readonly keeperUser: { readonly uid: number; readonly gid: number };
   /** The egress proxy's exact image ID, when configured. */
   readonly proxyImageDigest: string | undefined;
+  /** Byte quota of every export that sets none, or `undefined`. */
+  readonly defaultExportQuota: { readonly bytes: number } | undefined;
 }
 
 const imageId = (field: string) =>
@@ -108,6 +121,10 @@ const configSchema = z.strictObject({
   proxyImageDigest: imageId(" with node on its PATH").optional(),
   user: z.strictObject({ uid: guestId, gid: guestId }),
   keeperUser: z.strictObject({ uid: guestId, gid: guestId }).optional(),
+  defaultExportQuota: z.strictObject({
+    bytes: z.number().int({ error: "must be an integer from 0 to 9007199254740991 bytes" })
+      .min(0, { error: "must be an integer from 0 to 9007199254740991 bytes" }),
+  }).optional(),
   // Checked entry by entry by normalizeDatasets, so messages name the index as given.
   datasets: z.unknown().optional(),
 });
@@ -160,5 +177,6 @@ export function normalizeBackendConfig(config: DockerSandboxBackendConfig): Dock
     datasets,
     keeperUser: Object.freeze({ uid: keeperUser.uid, gid: keeperUser.gid }),
     proxyImageDigest: parsed.proxyImageDigest,
+    defaultExportQuota: parsed.defaultExportQuota && Object.freeze({ bytes: parsed.defaultExportQuota.bytes }),
   });
 }

@@ -333,7 +333,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    * host's. Counts against `maxConcurrentProcesses`.
    *
    * @param path Canonical path relative to `/workspace`.
-   * @param options `maxBytes` (default 16 MiB, up to 1 GiB), `deadlineAt`, `signal`, `onProgress`.
+   * @param options `maxBytes` (default 16 MiB, or the backend's `config.defaultExportQuota.bytes`
+   *   when that is smaller; up to 1 GiB), `deadlineAt`, `signal`, `onProgress`.
    * @returns The file's bytes.
    * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} / {SandboxQuotaError} /
    *   {SandboxDeadlineError} / {SandboxAbortedError} / {SandboxStoppedError} /
@@ -347,7 +348,11 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    * ```
    */
   async readFile(path: string, options?: SandboxReadFileOptions): Promise<Uint8Array> {
-    const request = normalizeReadFile(path, options);
+    const normalized = normalizeReadFile(path, options);
+    const fallback = this.#settings.defaultExportQuota?.bytes;
+    const request = options?.maxBytes === undefined && fallback !== undefined && fallback < normalized.maxBytes
+      ? { ...normalized, maxBytes: fallback, maxBytesDefault: "config.defaultExportQuota.bytes" }
+      : normalized;
     if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError("Cannot read file: the sandbox is stopped");
     return await readGuestFile(this.#host, request);
   }
@@ -446,7 +451,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    * `destroy()` ends it.
    *
    * @param selection What to export (see {@linkcode SandboxExportSelection}).
-   * @param options `deadlineAt`, `quota`, `signal`, `onProgress`, `maxInMemoryPaths`
+   * @param options `deadlineAt`, `quota` (`quota.bytes` defaults to the backend's
+   *   `config.defaultExportQuota.bytes`, when set), `signal`, `onProgress`, `maxInMemoryPaths`
    *   (default 65,536; past it path checks spill to the backend's `spillDirectory`).
    * @returns The entry stream (high-water mark 0).
    * @throws {SandboxStateError} `invalid_state`: compute is running, compute removal did not
@@ -471,7 +477,11 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   async exportTree(selection: SandboxExportSelection, options: SandboxExportOptions = {}): Promise<ReadableStream<SandboxExportEntry>> {
     const action = "export files";
     const target = parseExportSelection(selection, action);
-    const parsed = normalizeTransferOptions(options, action, true);
+    const given = normalizeTransferOptions(options, action, true);
+    const fallback = this.#settings.defaultExportQuota?.bytes;
+    const parsed = given.quota.bytes === undefined && fallback !== undefined
+      ? { ...given, quota: { ...given.quota, bytes: fallback }, quotaBytesDefault: "config.defaultExportQuota.bytes" }
+      : given;
     const refuse = (reason: string) => new SandboxStateError(`Cannot ${action}: ${reason}`);
     if (this.#state === "running") throw refuse("compute is running; call stop() first");
     if (this.#state === "destroyed" || this.#destroying.signal.aborted) throw refuse("the sandbox is destroyed");

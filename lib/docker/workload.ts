@@ -22,6 +22,8 @@ export const WORK_PATH = "/workspace/work";
 export const HOME_PATH = "/home/sandbox";
 /** Guest TMPDIR (a tmpfs). */
 export const TMP_PATH = "/tmp";
+/** Guest POSIX shared memory (a private tmpfs that replaces the Engine's own `/dev/shm`). */
+export const SHM_PATH = "/dev/shm";
 
 /**
  * The fixed keeper: PID 1 of the container, a `/bin/sh` loop that sleeps in the background
@@ -61,8 +63,33 @@ function envEntries(spec: WorkloadSpec): string[] {
   return [...Object.entries(FIXED_GUEST_ENV).map(([name, value]) => `${name}=${value}`), ...(spec.extraEnv ?? [])];
 }
 
-function tmpfsOptions(bytes: number, user: { uid: number; gid: number }, mode: string): string {
-  return `rw,nosuid,nodev,size=${bytes},uid=${user.uid},gid=${user.gid},mode=${mode}`;
+function tmpfsOptions(bytes: number, inodes: number, user: { uid: number; gid: number }, mode: string): string {
+  return `rw,nosuid,nodev,size=${bytes},nr_inodes=${inodes},uid=${user.uid},gid=${user.gid},mode=${mode}`;
+}
+
+/**
+ * The `HostConfig.Tmpfs` map: home, tmp and `/dev/shm`. A `Tmpfs` entry at `/dev/shm`
+ * replaces the Engine's shm mount (measured on Engine 28.5 with `IpcMode: "private"`), which
+ * is how the shm mount gets an `nr_inodes` bound; `ShmSize` is sent with the same size too.
+ */
+function tmpfsMounts(policy: SandboxPolicy, user: { uid: number; gid: number }): Record<string, string> {
+  const { homeBytes, tmpBytes, shmBytes, inodes } = policy.tmpfs;
+  return {
+    [HOME_PATH]: tmpfsOptions(homeBytes, inodes, user, "0700"),
+    [TMP_PATH]: tmpfsOptions(tmpBytes, inodes, user, "1777"),
+    [SHM_PATH]: `rw,nosuid,nodev,noexec,size=${shmBytes},nr_inodes=${inodes},mode=1777`,
+  };
+}
+
+/**
+ * `HostConfig.Ulimits` of a policy (Engine API v1.44+): soft = hard for each limit, `core`
+ * 0/0. Execs inherit the container's limits (measured on Engine 28.5 with runc: an exec's
+ * `/proc/self/limits` shows these values), so this one list bounds every process.
+ */
+function ulimitsOf(policy: SandboxPolicy): { Name: string; Soft: number; Hard: number }[] {
+  const { nofile, nproc, msgqueue, memlock, sigpending } = policy.ulimits;
+  const limits: [string, number][] = [["core", 0], ["nofile", nofile], ["nproc", nproc], ["msgqueue", msgqueue], ["memlock", memlock], ["sigpending", sigpending]];
+  return limits.map(([Name, value]) => ({ Name, Soft: value, Hard: value }));
 }
 
 /** `NanoCpus` for a CPU count. */
@@ -105,10 +132,9 @@ export function keeperCreateBody(spec: WorkloadSpec): Record<string, unknown> {
       NanoCpus: nanoCpus(policy.resources.cpus),
       PidsLimit: policy.resources.pids,
       NetworkMode: spec.networkName ?? "none",
-      Tmpfs: {
-        [HOME_PATH]: tmpfsOptions(policy.tmpfs.homeBytes, user, "0700"),
-        [TMP_PATH]: tmpfsOptions(policy.tmpfs.tmpBytes, user, "1777"),
-      },
+      Tmpfs: tmpfsMounts(policy, user),
+      ShmSize: policy.tmpfs.shmBytes,
+      Ulimits: ulimitsOf(policy),
       Mounts: spec.mounts.map((mount) => ({ ...mount })),
       Binds: [],
       Devices: [],
@@ -161,11 +187,19 @@ export function workloadMismatches(inspect: ContainerInspect, spec: WorkloadSpec
   check(host.PidsLimit === policy.resources.pids, `PidsLimit is ${host.PidsLimit}`);
   check(host.NetworkMode === (spec.networkName ?? "none"), `network mode is '${host.NetworkMode}'`);
   const tmpfs = host.Tmpfs ?? {};
+  const expectedTmpfs = tmpfsMounts(policy, spec.user);
   check(
-    Object.keys(tmpfs).length === 2 &&
-      tmpfs[HOME_PATH] === tmpfsOptions(policy.tmpfs.homeBytes, spec.user, "0700") &&
-      tmpfs[TMP_PATH] === tmpfsOptions(policy.tmpfs.tmpBytes, spec.user, "1777"),
+    Object.keys(tmpfs).length === Object.keys(expectedTmpfs).length &&
+      Object.entries(expectedTmpfs).every(([path, options]) => tmpfs[path] === options),
     `tmpfs mounts are ${JSON.stringify(tmpfs)}`,
+  );
+  check(host.ShmSize === policy.tmpfs.shmBytes, `ShmSize is ${host.ShmSize}`);
+  const ulimits = host.Ulimits ?? [];
+  const expectedUlimits = ulimitsOf(policy);
+  check(
+    ulimits.length === expectedUlimits.length &&
+      expectedUlimits.every((want) => ulimits.some((got) => got.Name === want.Name && got.Soft === want.Soft && got.Hard === want.Hard)),
+    `ulimits are ${JSON.stringify(host.Ulimits)}`,
   );
   problems.push(...mountMismatches(inspect, spec.mounts));
   check((host.Binds ?? []).length === 0, "host binds are present");

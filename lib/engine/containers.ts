@@ -59,6 +59,8 @@ export const containerInspectSchema = z.looseObject({
     PidsLimit: z.number().nullable(),
     NetworkMode: z.string(),
     Tmpfs: stringMap.nullable().optional(),
+    ShmSize: z.number().optional(),
+    Ulimits: z.array(z.looseObject({ Name: z.string(), Soft: z.number(), Hard: z.number() })).nullable().optional(),
     Mounts: z.array(z.looseObject({
       Type: z.string(),
       Source: z.string(),

@@ -50,6 +50,12 @@ export interface NormalizedTransferOptions {
   readonly onProgress: ((progress: SandboxTransferProgress) => void) | undefined;
   /** Paths kept in memory before spilling (exports only). */
   readonly maxInMemoryPaths: number | undefined;
+  /**
+   * Where `quota.bytes` came from when the caller did not set it (a backend default such as
+   * `config.defaultExportQuota.bytes`), for the quota error's fix; `undefined` when the
+   * caller set it or there is none.
+   */
+  readonly quotaBytesDefault?: string;
 }
 
 /**

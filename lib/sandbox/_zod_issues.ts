@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { z } from "zod";
+import { z } from "zod";
 import { SandboxConfigurationError } from "./errors.ts";
 
 type RawIssue = z.core.$ZodRawIssue;
@@ -95,4 +95,23 @@ export function parseConfiguration<T>(
   const result = schema.safeParse(input, { error: issueWording });
   if (!result.success) throw configurationError(action, root, result.error);
   return result.data;
+}
+
+/**
+ * A zod integer check from `minimum` to `maximum` whose failures all read `sentence`.
+ *
+ * @param minimum Smallest value accepted.
+ * @param maximum Largest value accepted.
+ * @param unit Unit of the default sentence ("bytes", "processes").
+ * @param sentence What the value must be, starting with "must".
+ * @returns The schema.
+ */
+export function integerFrom(
+  minimum: number,
+  maximum: number,
+  unit: string,
+  sentence: string = `must be an integer from ${minimum} to ${maximum} ${unit}`,
+): z.ZodNumber {
+  const error = expect(sentence);
+  return z.number({ error }).int({ error }).min(minimum, { error }).max(maximum, { error });
 }

@@ -130,6 +130,12 @@ export interface NormalizedReadFile {
   readonly path: string;
   /** Most bytes, bytes. */
   readonly maxBytes: number;
+  /**
+   * Where `maxBytes` came from when the caller did not set it and a backend default is
+   * below {@linkcode DEFAULT_READ_FILE_MAX_BYTES} (e.g. `config.defaultExportQuota.bytes`),
+   * for the quota error's fix.
+   */
+  readonly maxBytesDefault?: string;
   /** The transfer options (no quota). */
   readonly options: NormalizedTransferOptions;
 }

@@ -41,7 +41,9 @@ export {
   DEFAULT_CLEANUP_MS,
   DEFAULT_MAX_CONCURRENT_PROCESSES,
   DEFAULT_STARTUP_MS,
+  DEFAULT_SHM_BYTES,
   DEFAULT_TMPFS_BYTES,
+  DEFAULT_TMPFS_INODES,
   MAX_CPUS,
   MIN_CPUS,
   MIN_PIDS,
@@ -49,9 +51,21 @@ export {
   MAX_INFRASTRUCTURE_DEADLINE_MS,
   MAX_PIDS,
   MIN_MEMORY_BYTES,
+  MAX_TMPFS_INODES,
   MIN_TMPFS_BYTES,
   normalizePolicy,
 } from "./policy.ts";
+export {
+  DEFAULT_MEMLOCK_BYTES,
+  DEFAULT_MSGQUEUE_BYTES,
+  DEFAULT_NOFILE,
+  DEFAULT_NPROC,
+  DEFAULT_SIGPENDING,
+  MAX_NOFILE,
+  MAX_NPROC,
+  MAX_SIGPENDING,
+} from "./ulimits.ts";
+export type { SandboxUlimits, SandboxUlimitsInput } from "./ulimits.ts";
 export type {
   SandboxControllerLoss,
   SandboxDeadlines,

@@ -1,19 +1,20 @@
 /**
  * The sandbox policy: execution lifetime, infrastructure deadlines, compute limits, network
- * profile, workspace disk quota request and tmpfs sizes. {@linkcode normalizePolicy} validates
+ * profile, workspace disk quota request, tmpfs sizes and resource limits (ulimits). {@linkcode normalizePolicy} validates
  * caller input and fills every default, so a backend only ever sees finite, explicit values.
  *
  * @module
  */
 import { z } from "zod";
 import { SandboxConfigurationError, SandboxUnsupportedError } from "./errors.ts";
-import { expect, parseConfiguration } from "./_zod_issues.ts";
+import { expect, integerFrom, parseConfiguration } from "./_zod_issues.ts";
 import {
   normalizeAllowlist,
   type SandboxAllowlistNetwork,
   type SandboxAllowlistNetworkSettings,
   sandboxNetworkSchema,
 } from "./network_allowlist.ts";
+import { normalizeUlimits, type SandboxUlimits, type SandboxUlimitsInput, sandboxUlimitsInputSchema } from "./ulimits.ts";
 
 const MIB = 1024 * 1024;
 
@@ -94,7 +95,8 @@ export const DEFAULT_STARTUP_MS = 60_000;
 export const DEFAULT_CLEANUP_MS = 30_000;
 
 /**
- * Default size of each of the home and temporary tmpfs mounts, in bytes: 64 MiB.
+ * Largest default size of each of the home and temporary tmpfs mounts, in bytes: 64 MiB
+ * (the default is this or an eighth of `resources.memoryBytes`, whichever is smaller).
  *
  * @example
  * ```ts
@@ -104,6 +106,44 @@ export const DEFAULT_CLEANUP_MS = 30_000;
  * ```
  */
 export const DEFAULT_TMPFS_BYTES = 64 * MIB;
+
+/**
+ * Largest default size of `/dev/shm`, in bytes: 8 MiB (the default is this or a sixteenth
+ * of `resources.memoryBytes`, whichever is smaller; Docker's own default is 64 MiB).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SHM_BYTES } from "./policy.ts";
+ *
+ * console.log(DEFAULT_SHM_BYTES); // 8388608
+ * ```
+ */
+export const DEFAULT_SHM_BYTES = 8 * MIB;
+
+/**
+ * Default `tmpfs.inodes`, the inode (file and directory) bound of each tmpfs mount: 8192.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_TMPFS_INODES } from "./policy.ts";
+ *
+ * console.log(DEFAULT_TMPFS_INODES); // 8192
+ * ```
+ */
+export const DEFAULT_TMPFS_INODES = 8192;
+
+/**
+ * Largest `tmpfs.inodes` accepted: 1,048,576 (each inode takes kernel memory, about 1 KiB,
+ * charged to the sandbox).
+ *
+ * @example
+ * ```ts
+ * import { MAX_TMPFS_INODES } from "./policy.ts";
+ *
+ * console.log(MAX_TMPFS_INODES); // 1048576
+ * ```
+ */
+export const MAX_TMPFS_INODES = 1_048_576;
 
 /**
  * Smallest tmpfs size accepted, in bytes: one 4 KiB page.
@@ -304,7 +344,10 @@ export type SandboxWorkspaceDiskQuota =
   };
 
 /**
- * Sizes of the guest's tmpfs mounts, as given by the caller.
+ * Sizes of the guest's tmpfs mounts (`/home/sandbox`, `/tmp`, `/dev/shm`), as given by the
+ * caller. tmpfs pages count against the memory limit, so the three sizes together must
+ * leave at least half of `resources.memoryBytes` to the processes:
+ * `homeBytes + tmpBytes + shmBytes <= memoryBytes / 2` (checked by `reserve()`).
  *
  * @example
  * ```ts
@@ -318,16 +361,30 @@ export interface SandboxTmpfsInput {
    * Size of the home tmpfs (`/home/sandbox`), in bytes: an integer from 4096 to
    * `resources.memoryBytes`. tmpfs pages count against the memory limit.
    *
-   * @default {67108864} 64 MiB, or `resources.memoryBytes` when that is smaller
+   * @default {67108864} 64 MiB, or `resources.memoryBytes / 8` (rounded down to 4 KiB) when that is smaller
    */
   readonly homeBytes?: number;
   /**
    * Size of the temporary tmpfs (`/tmp`), in bytes: an integer from 4096 to
    * `resources.memoryBytes`.
    *
-   * @default {67108864} 64 MiB, or `resources.memoryBytes` when that is smaller
+   * @default {67108864} 64 MiB, or `resources.memoryBytes / 8` (rounded down to 4 KiB) when that is smaller
    */
   readonly tmpBytes?: number;
+  /**
+   * Size of `/dev/shm` (POSIX shared memory, a private tmpfs; a Docker backend also sends it
+   * as `HostConfig.ShmSize`), in bytes: an integer from 4096 to `resources.memoryBytes`.
+   *
+   * @default {8388608} 8 MiB, or `resources.memoryBytes / 16` (rounded down to 4 KiB) when that is smaller
+   */
+  readonly shmBytes?: number;
+  /**
+   * Inode bound of each of the three tmpfs mounts (tmpfs `nr_inodes`): an integer from 16 to
+   * 1,048,576. Creating a file or directory past it fails with `ENOSPC`.
+   *
+   * @default {8192}
+   */
+  readonly inodes?: number;
 }
 
 /**
@@ -337,7 +394,8 @@ export interface SandboxTmpfsInput {
  * ```ts
  * import type { SandboxTmpfs } from "./policy.ts";
  *
- * const tmpfs: SandboxTmpfs = { homeBytes: 64 * 1024 * 1024, tmpBytes: 64 * 1024 * 1024 };
+ * const MIB = 1024 * 1024;
+ * const tmpfs: SandboxTmpfs = { homeBytes: 64 * MIB, tmpBytes: 64 * MIB, shmBytes: 8 * MIB, inodes: 8192 };
  * ```
  */
 export interface SandboxTmpfs {
@@ -345,6 +403,10 @@ export interface SandboxTmpfs {
   readonly homeBytes: number;
   /** Size of the temporary tmpfs, in bytes. */
   readonly tmpBytes: number;
+  /** Size of `/dev/shm`, in bytes. */
+  readonly shmBytes: number;
+  /** Inode bound of each tmpfs mount. */
+  readonly inodes: number;
 }
 
 /**
@@ -389,11 +451,17 @@ export interface SandboxPolicyInput {
    */
   readonly workspaceDiskQuota?: SandboxWorkspaceDiskQuota;
   /**
-   * tmpfs sizes.
+   * tmpfs sizes and inode bound (see {@linkcode SandboxTmpfsInput}).
    *
-   * @default {{ homeBytes: 67108864, tmpBytes: 67108864 }}
+   * @default {{ homeBytes: 67108864, tmpBytes: 67108864, shmBytes: 8388608, inodes: 8192 }} (sizes scale down with memory)
    */
   readonly tmpfs?: SandboxTmpfsInput;
+  /**
+   * Resource limits of every process (see {@linkcode SandboxUlimitsInput}).
+   *
+   * @default {{ nofile: 4096, nproc: 65536, msgqueue: 819200, memlock: 65536, sigpending: 1024 }}
+   */
+  readonly ulimits?: SandboxUlimitsInput;
   /**
    * What happens to compute when the controlling process dies or loses its Engine
    * connection: `"continue"` keeps it running until a later controller recovers and cleans
@@ -458,24 +526,16 @@ export interface SandboxPolicy {
   readonly network: SandboxNetworkSettings;
   /** Hard workspace disk quota request. */
   readonly workspaceDiskQuota: SandboxWorkspaceDiskQuota;
-  /** tmpfs sizes, in bytes. */
+  /** tmpfs sizes, in bytes, and inode bound. */
   readonly tmpfs: SandboxTmpfs;
+  /** Resource limits of every process (soft = hard; `core` always 0). */
+  readonly ulimits: SandboxUlimits;
   /** What happens to compute when its controller is lost. */
   readonly controllerLoss: SandboxControllerLoss;
   /** Many processes or exactly one. */
   readonly processes: SandboxProcessMode;
   /** Most processes running at once. */
   readonly maxConcurrentProcesses: number;
-}
-
-function integerFrom(
-  minimum: number,
-  maximum: number,
-  unit: string,
-  sentence: string = `must be an integer from ${minimum} to ${maximum} ${unit}`,
-): z.ZodNumber {
-  const error = expect(sentence);
-  return z.number({ error }).int({ error }).min(minimum, { error }).max(maximum, { error });
 }
 
 const tmpfsSentence =
@@ -531,7 +591,11 @@ export const sandboxPolicyInputSchema: z.ZodType<SandboxPolicyInput> = z.strictO
       .optional(),
     tmpBytes: integerFrom(MIN_TMPFS_BYTES, Number.MAX_SAFE_INTEGER, "bytes", tmpfsSentence)
       .optional(),
+    shmBytes: integerFrom(MIN_TMPFS_BYTES, Number.MAX_SAFE_INTEGER, "bytes", tmpfsSentence)
+      .optional(),
+    inodes: integerFrom(16, MAX_TMPFS_INODES, "inodes").optional(),
   }).optional(),
+  ulimits: sandboxUlimitsInputSchema.optional(),
   controllerLoss: z.enum(["continue", "stop"], {
     error: expect('must be "continue" or "stop"'),
   }).optional(),
@@ -548,9 +612,11 @@ const ACTION = "reserve sandbox";
  *
  * Defaults: `execution` `{ kind: "until_stopped" }`; `deadlines.startupMs` 60,000 ms;
  * `deadlines.cleanupMs` 30,000 ms; `network` `"isolated"`; `workspaceDiskQuota`
- * `{ kind: "not_requested" }`; `tmpfs.homeBytes` and `tmpfs.tmpBytes` 64 MiB each, or
- * `resources.memoryBytes` when that is smaller; `controllerLoss` `"continue"`; `processes`
- * `"many"`; `maxConcurrentProcesses` 16. `resources` has no default.
+ * `{ kind: "not_requested" }`; `tmpfs.homeBytes` and `tmpfs.tmpBytes` 64 MiB each, or an
+ * eighth of `resources.memoryBytes` when that is smaller; `tmpfs.shmBytes` 8 MiB or a
+ * sixteenth of memory; `tmpfs.inodes` 8192; `ulimits` as in {@linkcode SandboxUlimitsInput};
+ * `controllerLoss` `"continue"`; `processes` `"many"`; `maxConcurrentProcesses` 16.
+ * `resources` has no default.
  *
  * A `workspaceDiskQuota` of kind `required` passes validation; whether a backend can honour it
  * is a separate question, answered by {@linkcode assertSupportedDiskQuota}.
@@ -558,9 +624,10 @@ const ACTION = "reserve sandbox";
  * @param input The policy as written by the caller (untrusted: checked at run time).
  * @returns The normalised policy, deeply frozen.
  * @throws {SandboxConfigurationError} When a field is missing, unknown, of the wrong type or
- *   out of range, or a tmpfs size exceeds `resources.memoryBytes`. The message names the field
- *   path, e.g. "Cannot reserve sandbox: policy.resources.memoryBytes must be an integer from
- *   6291456 to 9007199254740991 bytes".
+ *   out of range, a tmpfs size, `ulimits.msgqueue` or `ulimits.memlock` exceeds
+ *   `resources.memoryBytes`, or the three tmpfs sizes together exceed half of it. The message
+ *   names the field path, e.g. "Cannot reserve sandbox: policy.resources.memoryBytes must be
+ *   an integer from 6291456 to 9007199254740991 bytes".
  *
  * @example
  * ```ts
@@ -576,12 +643,14 @@ const ACTION = "reserve sandbox";
 export function normalizePolicy(input: SandboxPolicyInput): SandboxPolicy {
   const parsed = parseConfiguration(sandboxPolicyInputSchema, input, ACTION, "policy");
   const { memoryBytes } = parsed.resources;
-  const defaultTmpfs = Math.min(DEFAULT_TMPFS_BYTES, memoryBytes);
+  const defaultTmpfs = Math.min(DEFAULT_TMPFS_BYTES, pageFloor(memoryBytes / 8));
   const tmpfs: SandboxTmpfs = {
     homeBytes: parsed.tmpfs?.homeBytes ?? defaultTmpfs,
     tmpBytes: parsed.tmpfs?.tmpBytes ?? defaultTmpfs,
+    shmBytes: parsed.tmpfs?.shmBytes ?? Math.min(DEFAULT_SHM_BYTES, pageFloor(memoryBytes / 16)),
+    inodes: parsed.tmpfs?.inodes ?? DEFAULT_TMPFS_INODES,
   };
-  for (const key of ["homeBytes", "tmpBytes"] as const) {
+  for (const key of ["homeBytes", "tmpBytes", "shmBytes"] as const) {
     if (tmpfs[key] > memoryBytes) {
       throw new SandboxConfigurationError(
         `Cannot ${ACTION}: policy.tmpfs.${key} must be at most policy.resources.memoryBytes ` +
@@ -589,6 +658,8 @@ export function normalizePolicy(input: SandboxPolicyInput): SandboxPolicy {
       );
     }
   }
+  assertTmpfsHeadroom(tmpfs, memoryBytes);
+  const ulimits = normalizeUlimits(parsed.ulimits, memoryBytes, ACTION);
   const execution: SandboxExecutionPolicy = parsed.execution?.kind === "deadline"
     ? { kind: "deadline", timeoutMs: parsed.execution.timeoutMs }
     : { kind: "until_stopped" };
@@ -610,10 +681,33 @@ export function normalizePolicy(input: SandboxPolicyInput): SandboxPolicy {
     network: typeof parsed.network === "object" ? normalizeAllowlist(parsed.network) : parsed.network ?? "isolated",
     workspaceDiskQuota: Object.freeze(workspaceDiskQuota),
     tmpfs: Object.freeze(tmpfs),
+    ulimits,
     controllerLoss: parsed.controllerLoss ?? "continue",
     processes: parsed.processes ?? "many",
     maxConcurrentProcesses: parsed.maxConcurrentProcesses ?? DEFAULT_MAX_CONCURRENT_PROCESSES,
   });
+}
+
+/** `bytes` rounded down to a whole 4 KiB page (at least one page). */
+function pageFloor(bytes: number): number {
+  return Math.max(MIN_TMPFS_BYTES, Math.floor(bytes / MIN_TMPFS_BYTES) * MIN_TMPFS_BYTES);
+}
+
+/**
+ * tmpfs pages are charged to the memory limit: the home, temporary and shared-memory tmpfs
+ * together may take at most half of it, so filling them cannot leave the processes nothing
+ * (measured: filling `/tmp` and `/home` of a 96 MiB sandbox OOM-killed the writer).
+ */
+function assertTmpfsHeadroom(tmpfs: SandboxTmpfs, memoryBytes: number): void {
+  const sum = tmpfs.homeBytes + tmpfs.tmpBytes + tmpfs.shmBytes;
+  const most = Math.floor(memoryBytes / 2);
+  if (sum <= most) return;
+  throw new SandboxConfigurationError(
+    `Cannot ${ACTION}: policy.tmpfs.homeBytes (${tmpfs.homeBytes}) + tmpBytes (${tmpfs.tmpBytes}) + ` +
+      `shmBytes (${tmpfs.shmBytes}) = ${sum} bytes leave too little of policy.resources.memoryBytes ` +
+      `(${memoryBytes} bytes) to the processes: tmpfs pages count against the memory limit, so the ` +
+      `three must total at most half of it (${most} bytes); lower the tmpfs sizes or raise memoryBytes`,
+  );
 }
 
 /**

@@ -9,6 +9,7 @@ import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
+import type { DockerSandboxBackendConfig } from "../../lib/docker/config.ts";
 import type { DockerSandboxDataset } from "../../lib/docker/datasets/configuration.ts";
 import type { SandboxResourceNames } from "../../lib/docker/names.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
@@ -28,7 +29,8 @@ export function recordingPort(): { records: SandboxRecoveryRecord[]; record(reco
 /**
  * Run `fn` with a backend and a fresh spill directory, removed afterwards; `via` is the
  * endpoint the backend talks to (the lane's engine, or a fault proxy in front of it),
- * `datasets` its `config.datasets` and `proxyImageDigest` its `config.proxyImageDigest`.
+ * `datasets` its `config.datasets`, `proxyImageDigest` its `config.proxyImageDigest`, and
+ * `overrides` any other fields of its config.
  */
 export async function withBackend(
   fn: (backend: DockerSandboxBackend, spillDirectory: string) => Promise<void>,
@@ -36,6 +38,7 @@ export async function withBackend(
   via: string = endpoint!,
   datasets: readonly DockerSandboxDataset[] = [],
   proxyImageDigest?: string,
+  overrides: Partial<DockerSandboxBackendConfig> = {},
 ): Promise<void> {
   const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-spill-")));
   try {
@@ -48,6 +51,7 @@ export async function withBackend(
       user: { uid: 65534, gid: 65534 },
       datasets,
       proxyImageDigest,
+      ...overrides,
     });
     await fn(backend, spillDirectory);
   } finally {
@@ -55,11 +59,14 @@ export async function withBackend(
   }
 }
 
-/** Start a sandbox, run `fn`, destroy it, and check its exact resources are gone. */
+/**
+ * Start a sandbox, run `fn`, destroy it, and check its exact resources are gone; `config`
+ * overrides fields of the backend's configuration.
+ */
 export async function withSandbox(
   engine: DockerEngine,
   fn: (sandbox: DockerSandbox) => Promise<void>,
-  options: { policy?: SandboxPolicyInput; image?: string } = {},
+  options: { policy?: SandboxPolicyInput; image?: string; config?: Partial<DockerSandboxBackendConfig> } = {},
 ): Promise<void> {
   await withBackend(async (backend) => {
     const sandbox = await backend.reserve({ policy: options.policy ?? testPolicy }, recordingPort()).start();
@@ -69,7 +76,7 @@ export async function withSandbox(
       await sandbox.destroy();
       await assertGone(engine, sandbox);
     }
-  }, options.image);
+  }, options.image, undefined, undefined, undefined, options.config);
 }
 
 async function assertAbsent(engine: DockerEngine, path: string): Promise<void> {

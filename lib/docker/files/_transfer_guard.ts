@@ -124,9 +124,11 @@ export class TransferGuard {
       throw this.#refuse(new SandboxQuotaError(`Cannot ${this.#action}: entry '${path}' would exceed the quota of ${files} ${files === 1 ? "entry" : "entries"}`));
     }
     if (bytes !== undefined && this.#admittedBytes + size > bytes) {
+      const source = this.#options.quotaBytesDefault;
+      const fix = source === undefined ? "" : `; the quota is ${source}, which applies when options.quota.bytes is not set: pass options.quota.bytes to set this transfer's own`;
       throw this.#refuse(
         new SandboxQuotaError(
-          `Cannot ${this.#action}: entry '${path}' (${size} bytes) would exceed the quota of ${bytes} bytes (${this.#admittedBytes} already admitted)`,
+          `Cannot ${this.#action}: entry '${path}' (${size} bytes) would exceed the quota of ${bytes} bytes (${this.#admittedBytes} already admitted)${fix}`,
         ),
       );
     }

@@ -13,8 +13,18 @@ import { denialOfDirectory, denialReason, denoPermissionDenial } from "../../san
 
 const ACTION = "export to directory";
 
-/** Permission bits written to the host: special bits (setuid, setgid, sticky) are dropped. */
-const HOST_MODE_MASK = 0o777;
+/**
+ * Default {@linkcode ExportToDirectoryOptions.modeMask}: `0o755`, so nothing the export
+ * creates on the host is group- or world-writable.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_EXPORT_MODE_MASK } from "./export_to_directory.ts";
+ *
+ * console.log(DEFAULT_EXPORT_MODE_MASK.toString(8)); // "755"
+ * ```
+ */
+export const DEFAULT_EXPORT_MODE_MASK = 0o755;
 
 /**
  * Options of {@linkcode exportToDirectory}.
@@ -37,6 +47,16 @@ export interface ExportToDirectoryOptions {
    * @default {undefined} entries are written with their full workspace-relative paths
    */
   readonly base?: string;
+  /**
+   * Permission bits kept from each entry's mode on the host, an integer from 0 to `0o777`:
+   * the host mode is `entry.mode & modeMask`. setuid, setgid and sticky bits are always
+   * dropped. The default drops group and world write too, so a guest's `1777` directory
+   * becomes `0755` and a `0666` file `0644` (a world-writable host directory would let
+   * any host user plant files in the export). Pass `0o777` to keep the guest's write bits.
+   *
+   * @default {0o755}
+   */
+  readonly modeMask?: number;
 }
 
 /** An entry reduced to what the writer needs (its path relative to the target). */
@@ -56,11 +76,13 @@ interface Placed {
  *
  * Files are created exclusively (`wx`) with their bytes, then get their mode and
  * modification time; directories get theirs after everything below them was written. Modes
- * are masked with `0o777`: setuid, setgid and sticky bits from the guest are dropped (a host
- * running as root would otherwise create set-user-ID files from guest content). Ownership is
- * the calling process's. The target directory gets mode 0700 unless `base` names a
- * directory entry, whose mode it then takes. Entry paths are checked again (canonical,
- * relative); parents missing from the entries are created 0755 (less the umask).
+ * are masked with `options.modeMask` (default `0o755`): setuid, setgid and sticky bits from
+ * the guest are always dropped (a host running as root would otherwise create set-user-ID
+ * files from guest content), and by default so are group and world write, so the export
+ * never creates a group- or world-writable file or directory. Ownership is the calling
+ * process's. The target directory gets mode 0700 unless `base` names a directory entry,
+ * whose mode (masked) it then takes. Entry paths are checked again (canonical, relative);
+ * parents missing from the entries are created 0755 (less the umask).
  *
  * @param entries The entries, e.g. the stream `exportTree` returned; consumed to the end.
  * @param hostPath Absolute path of the directory to create; it must not exist, its parent
@@ -68,7 +90,7 @@ interface Placed {
  * @param options See {@linkcode ExportToDirectoryOptions}.
  * @returns `{ files, bytes }`: entries written (directories included) and content bytes.
  * @throws {SandboxConfigurationError} `configuration`: `hostPath` not absolute, its parent
- *   missing or not a directory, an entry path not canonical or outside `base`, an entry that is
+ *   missing or not a directory, `options.modeMask` not an integer from 0 to `0o777`, an entry path not canonical or outside `base`, an entry that is
  *   neither a file nor a directory.
  * @throws {SandboxConflictError} `conflict`: `hostPath` exists (checked before and right
  *   before the rename).
@@ -99,11 +121,13 @@ export async function exportToDirectory(
   checkEntries(entries);
   let temporary: string;
   let base: string | undefined;
+  let modeMask: number;
   try {
     if (typeof hostPath !== "string" || !isAbsolute(hostPath) || hostPath.includes("\0") || basename(hostPath) === "") {
       throw new SandboxConfigurationError(`Cannot ${ACTION}: hostPath must be an absolute path below a directory`);
     }
     base = options?.base === undefined ? undefined : parseSandboxRelativePath(options.base, "options.base");
+    modeMask = parseModeMask(options?.modeMask);
     await assertAbsent(hostPath);
     temporary = join(dirname(hostPath), `.${basename(hostPath)}.agentcell-${crypto.randomUUID()}.partial`);
     await makeTemporary(temporary, hostPath);
@@ -116,7 +140,7 @@ export async function exportToDirectory(
   const iterator = iterate(entries);
   let finished = false;
   try {
-    const receipt = await writeEntries(iterator, temporary, base);
+    const receipt = await writeEntries(iterator, temporary, base, modeMask);
     finished = true;
     await assertAbsent(hostPath);
     await rename(temporary, hostPath);
@@ -126,6 +150,14 @@ export async function exportToDirectory(
     await removeTree(temporary).catch(() => {});
     throw error;
   }
+}
+
+function parseModeMask(mask: unknown): number {
+  if (mask === undefined) return DEFAULT_EXPORT_MODE_MASK;
+  if (typeof mask === "number" && Number.isInteger(mask) && mask >= 0 && mask <= 0o777) return mask;
+  throw new SandboxConfigurationError(
+    `Cannot ${ACTION}: options.modeMask must be an integer from 0 to 0o777 (permission bits; 0o755 is the default, 0o777 keeps the guest's write bits)`,
+  );
 }
 
 /** Creates the temporary sibling; a missing (or non-directory) parent is a caller error. */
@@ -199,6 +231,7 @@ async function writeEntries(
   iterator: AsyncIterator<SandboxExportEntry>,
   target: string,
   base: string | undefined,
+  modeMask: number,
 ): Promise<SandboxTransferReceipt> {
   const directories: Placed[] = [];
   let files = 0;
@@ -223,7 +256,7 @@ async function writeEntries(
     }
     await mkdir(dirname(hostFile), { recursive: true, mode: 0o755 });
     bytes += await writeFile(hostFile, entry.body);
-    await chmod(hostFile, entry.mode & HOST_MODE_MASK);
+    await chmod(hostFile, entry.mode & modeMask);
     await utimes(hostFile, entry.mtime, entry.mtime);
   }
   // Deepest first, so that a directory's time is set after its contents changed it and a
@@ -231,7 +264,7 @@ async function writeEntries(
   directories.sort((a, b) => depth(b.path) - depth(a.path));
   for (const directory of directories) {
     const hostDirectory = directory.path === "" ? target : join(target, directory.path);
-    await chmod(hostDirectory, directory.mode & HOST_MODE_MASK);
+    await chmod(hostDirectory, directory.mode & modeMask);
     await utimes(hostDirectory, directory.mtime, directory.mtime);
   }
   return Object.freeze({ files, bytes });

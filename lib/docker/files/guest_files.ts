@@ -189,9 +189,12 @@ export async function readGuestFile(host: ProcessHost, request: NormalizedReadFi
     const collect = (async () => {
       for await (const chunk of process!.stdout) {
         if (length + chunk.byteLength > maxBytes) {
+          const bound = request.maxBytesDefault === undefined
+            ? "options.maxBytes); raise options.maxBytes"
+            : `${request.maxBytesDefault}, which applies when options.maxBytes is not set); pass options.maxBytes`;
           throw guard.fail(
             new SandboxQuotaError(
-              `Cannot ${action} ${request.path}: it holds more than ${maxBytes} bytes (options.maxBytes); raise options.maxBytes (up to 1 GiB) or export it with exportTree after stop()`,
+              `Cannot ${action} ${request.path}: it holds more than ${maxBytes} bytes (${bound} (up to 1 GiB) or export it with exportTree after stop()`,
             ),
           );
         }

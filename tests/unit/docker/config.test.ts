@@ -119,6 +119,48 @@ test("DockerSandboxBackend.reserve is inert, derives every name, and rejects a r
   );
 });
 
+test("DockerSandboxBackend.reserve rejects tmpfs sizes without memory headroom and a ulimit past its maximum, before any record", () => {
+  const backend = createDockerSandboxBackend(valid);
+  let recorded = 0;
+  const port = { record: () => Promise.resolve(void recorded++) };
+  const MIB = 1024 * 1024;
+  assert.throws(
+    () => backend.reserve({ policy: { resources: { cpus: 1, memoryBytes: 96 * MIB, pids: 64 }, tmpfs: { homeBytes: 64 * MIB, tmpBytes: 64 * MIB } } }, port),
+    (error) =>
+      error instanceof SandboxConfigurationError && error.code === "configuration" &&
+      error.message ===
+        "Cannot reserve sandbox: policy.tmpfs.homeBytes (67108864) + tmpBytes (67108864) + shmBytes (6291456) = 140509184 bytes " +
+          "leave too little of policy.resources.memoryBytes (100663296 bytes) to the processes: tmpfs pages count against the " +
+          "memory limit, so the three must total at most half of it (50331648 bytes); lower the tmpfs sizes or raise memoryBytes",
+  );
+  assert.throws(
+    () => backend.reserve({ policy: { resources: { cpus: 1, memoryBytes: 96 * MIB, pids: 64 }, ulimits: { nofile: 2_000_000 } } }, port),
+    (error) =>
+      error instanceof SandboxConfigurationError && error.code === "configuration" &&
+      error.message === "Cannot reserve sandbox: policy.ulimits.nofile must be an integer from 16 to 1048576 files",
+  );
+  assert.equal(recorded, 0);
+});
+
+test("createDockerSandboxBackend takes config.defaultExportQuota.bytes, naming the field for anything else", () => {
+  assert.equal(createDockerSandboxBackend(valid).settings.defaultExportQuota, undefined);
+  const settings = createDockerSandboxBackend({ ...valid, defaultExportQuota: { bytes: 0 } }).settings;
+  assert.deepEqual(settings.defaultExportQuota, { bytes: 0 });
+  assert.ok(Object.isFrozen(settings.defaultExportQuota));
+  for (const [quota, reason] of [
+    [{ bytes: -1 }, "config.defaultExportQuota.bytes must be an integer from 0 to 9007199254740991 bytes"],
+    [{ bytes: 1.5 }, "config.defaultExportQuota.bytes must be an integer from 0 to 9007199254740991 bytes"],
+    [{}, "config.defaultExportQuota.bytes is required"],
+    [{ bytes: 1, files: 2 }, "config.defaultExportQuota.files is not a known field"],
+  ] as const) {
+    assert.throws(
+      () => createDockerSandboxBackend({ ...valid, defaultExportQuota: quota as never }),
+      (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && error.message === `Cannot create Docker sandbox backend: ${reason}`,
+      JSON.stringify(quota),
+    );
+  }
+});
+
 // config.datasets: every bound rejects at construction (no I/O) with the field and the entry
 // index as given; the list is sorted by name and frozen.
 

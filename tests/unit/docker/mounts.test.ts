@@ -1,14 +1,15 @@
 // The one mount readback routine of workload containers, on readbacks recorded from Engine
 // 28.5.2 (tests/fixtures/engine/keeper-datasets.inspect.json, accessor.inspect.json): what
-// the Engine reports passes; an extra, missing or altered mount in either list is named.
+// the Engine reports passes; an extra, missing or altered mount in either list is named;
+// so is an altered ulimit, ShmSize or tmpfs inode bound.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { test } from "node:test";
 import { type ContainerInspect, containerInspectSchema } from "../../../lib/engine/containers.ts";
 import { accessorSpec } from "../../../lib/docker/files/accessor.ts";
 import { accessorMounts, keeperMounts, mountMismatches } from "../../../lib/docker/mounts.ts";
-import { verifyWorkload, type WorkloadSpec } from "../../../lib/docker/workload.ts";
-import { normalizePolicy } from "../../../lib/sandbox/policy.ts";
+import { keeperCreateBody, verifyWorkload, type WorkloadSpec } from "../../../lib/docker/workload.ts";
+import { normalizePolicy, type SandboxPolicyInput } from "../../../lib/sandbox/policy.ts";
 import { SandboxUnsupportedError } from "../../../lib/sandbox/errors.ts";
 
 const fixtures = new URL("../../fixtures/engine/", import.meta.url);
@@ -98,23 +99,66 @@ test("mountMismatches names a workspace that is read-only in the keeper or is an
   assert.equal(mountMismatches(await recorded("keeper-datasets.inspect.json"), keeperMounts("someone-else", datasets)).length, 2);
 });
 
-test("verifyWorkload and the accessor's readback fail with the mount mismatch named", async () => {
-  const inspect = await recorded("keeper-datasets.inspect.json");
-  const spec: WorkloadSpec = {
-    imageDigest: inspect.Image,
+/**
+ * The recordings predate the tmpfs inode bounds, the `/dev/shm` tmpfs, `ShmSize` and
+ * `Ulimits`: give them those fields as the Engine reads them back (measured on 28.5: exactly
+ * as sent; every real-engine sandbox test checks that readback), so this test stays on mounts.
+ */
+function withLaterFields(inspect: ContainerInspect, spec: WorkloadSpec): ContainerInspect {
+  const sent = keeperCreateBody(spec).HostConfig as { Tmpfs: Record<string, string>; ShmSize: number; Ulimits: ContainerInspect["HostConfig"]["Ulimits"] };
+  return { ...inspect, HostConfig: { ...inspect.HostConfig, Tmpfs: sent.Tmpfs, ShmSize: sent.ShmSize, Ulimits: sent.Ulimits } };
+}
+
+/** The spec the recorded keeper was started with, under `policy`. */
+function recordedSpec(original: ContainerInspect, policy: SandboxPolicyInput): WorkloadSpec {
+  return {
+    imageDigest: original.Image,
     user: { uid: 65534, gid: 65534 },
     keeperUser: { uid: 65534, gid: 65534 }, // the recorded readback predates the keeper's own identity
-    policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 64 << 20, pids: 32 } }),
+    policy: normalizePolicy(policy),
     mounts: keeper,
     networkName: undefined,
-    labels: inspect.Config.Labels ?? {},
+    labels: original.Config.Labels ?? {},
     appArmorProfile: "",
   };
+}
+
+test("verifyWorkload and the accessor's readback fail with the mount mismatch named", async () => {
+  const original = await recorded("keeper-datasets.inspect.json");
+  const spec = recordedSpec(original, { resources: { cpus: 1, memoryBytes: 64 << 20, pids: 32 } });
+  const inspect = withLaterFields(original, spec);
   verifyWorkload(inspect, spec, true);
   assert.throws(() => verifyWorkload(inspect, { ...spec, mounts: keeperMounts(volume, datasets.slice(1)) }, true), (error) =>
     error instanceof SandboxUnsupportedError && error.code === "unsupported" &&
     error.message ===
       'Cannot start sandbox: the keeper container reads back differently: an unexpected mount is requested at "/datasets/foreign" ("image"); an unexpected mount is effective at "/datasets/foreign" ("image")');
-  const accessor = await recorded("accessor.inspect.json");
+  const accessor = withLaterFields(await recorded("accessor.inspect.json"), spec);
   verifyWorkload(accessor, accessorSpec(spec, accessor.Config.Labels ?? {}), false);
+});
+
+test("verifyWorkload names a ulimit, ShmSize or tmpfs inode bound that reads back differently", async () => {
+  const original = await recorded("keeper-datasets.inspect.json");
+  const spec = recordedSpec(original, { resources: { cpus: 1, memoryBytes: 64 << 20, pids: 32 }, ulimits: { nofile: 512 } });
+  const good = withLaterFields(original, spec);
+  verifyWorkload(good, spec, true);
+  /** The one mismatch `verifyWorkload` names for `host` (asserting its class and code). */
+  const mismatch = (host: Partial<ContainerInspect["HostConfig"]>): string => {
+    let message = "";
+    assert.throws(() => verifyWorkload({ ...good, HostConfig: { ...good.HostConfig, ...host } }, spec, true), (error) => {
+      assert.ok(error instanceof SandboxUnsupportedError && error.code === "unsupported");
+      message = error.message.replace("Cannot start sandbox: the keeper container reads back differently: ", "");
+      return true;
+    });
+    return message;
+  };
+  const softer = good.HostConfig.Ulimits!.map((limit) => limit.Name === "nofile" ? { ...limit, Soft: 256 } : limit);
+  assert.equal(mismatch({ Ulimits: softer }), `ulimits are ${JSON.stringify(softer)}`);
+  assert.equal(mismatch({ Ulimits: null }), "ulimits are null");
+  const withoutCore = good.HostConfig.Ulimits!.filter((limit) => limit.Name !== "core");
+  assert.equal(mismatch({ Ulimits: withoutCore }), `ulimits are ${JSON.stringify(withoutCore)}`);
+  assert.equal(mismatch({ ShmSize: 67_108_864 }), "ShmSize is 67108864");
+  const unbounded = { ...good.HostConfig.Tmpfs, "/tmp": good.HostConfig.Tmpfs!["/tmp"].replace(/,nr_inodes=\d+/u, "") };
+  assert.equal(mismatch({ Tmpfs: unbounded }), `tmpfs mounts are ${JSON.stringify(unbounded)}`);
+  const noShm = { "/home/sandbox": good.HostConfig.Tmpfs!["/home/sandbox"], "/tmp": good.HostConfig.Tmpfs!["/tmp"] };
+  assert.equal(mismatch({ Tmpfs: noShm }), `tmpfs mounts are ${JSON.stringify(noShm)}`);
 });

@@ -141,3 +141,31 @@ test("exportToDirectory cancels the entries when its checks fail before reading 
   }
   assert.deepEqual((await readdir(root)).filter((name) => name.includes("partial")), []);
 });
+
+test("exportToDirectory creates nothing group- or world-writable by default (1777 directory → 0755, 0666 file → 0644); modeMask 0o777 opts out", async () => {
+  const entries = () => (async function* () {
+    yield dir("work", 0o775);
+    yield dir("work/shared", 0o1777);
+    yield file("work/shared/open.txt", "x", 0o666);
+    yield file("work/shared/group.txt", "y", 0o2775);
+  })();
+  const masked = join(root, "masked");
+  await exportToDirectory(entries(), masked);
+  const modes = (target: string) =>
+    Promise.all(["", "work", "work/shared", "work/shared/open.txt", "work/shared/group.txt"].map(async (path) => (await stat(join(target, path))).mode & 0o7777));
+  assert.deepEqual(await modes(masked), [0o700, 0o755, 0o755, 0o644, 0o755]);
+  const kept = join(root, "kept");
+  await exportToDirectory(entries(), kept, { modeMask: 0o777 });
+  assert.deepEqual(await modes(kept), [0o700, 0o775, 0o777, 0o666, 0o775], "only setuid, setgid and sticky are dropped");
+});
+
+test("exportToDirectory rejects a modeMask that is not permission bits, naming the option, and cancels the entries", async () => {
+  for (const modeMask of [-1, 0o1000, 0o4777, 1.5, "755"]) {
+    let cancelled = false;
+    const entries = new ReadableStream<SandboxExportEntry>({ cancel: () => void (cancelled = true) });
+    await assert.rejects(exportToDirectory(entries, join(root, "never"), { modeMask: modeMask as number }), (error) =>
+      error instanceof SandboxConfigurationError && error.code === "configuration" &&
+      error.message === "Cannot export to directory: options.modeMask must be an integer from 0 to 0o777 (permission bits; 0o755 is the default, 0o777 keeps the guest's write bits)");
+    assert.ok(cancelled, `entries cancelled for ${modeMask}`);
+  }
+});

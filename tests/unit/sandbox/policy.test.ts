@@ -25,7 +25,8 @@ test("normalizePolicy fills every default", () => {
     resources,
     network: "isolated",
     workspaceDiskQuota: { kind: "not_requested" },
-    tmpfs: { homeBytes: 64 * MIB, tmpBytes: 64 * MIB },
+    tmpfs: { homeBytes: 64 * MIB, tmpBytes: 64 * MIB, shmBytes: 8 * MIB, inodes: 8192 },
+    ulimits: { nofile: 4096, nproc: 65_536, msgqueue: 819_200, memlock: 65_536, sigpending: 1024 },
     controllerLoss: "continue",
     processes: "many",
     maxConcurrentProcesses: 16,
@@ -67,7 +68,8 @@ test("normalizePolicy keeps explicit values", () => {
     resources: { cpus: 0.5, memoryBytes: 6 * MIB, pids: 4_194_304 },
     network: "outbound",
     workspaceDiskQuota: { kind: "required", bytes: 10 * MIB, accounting: "allocated_blocks" },
-    tmpfs: { homeBytes: 4096, tmpBytes: 6 * MIB },
+    tmpfs: { homeBytes: 4096, tmpBytes: 2 * MIB, shmBytes: MIB - 4096, inodes: 16 },
+    ulimits: { nofile: 16, nproc: 8, msgqueue: 0, memlock: 6 * MIB, sigpending: 0 },
   });
   assert.deepEqual(policy.execution, { kind: "deadline", timeoutMs: 2_592_000_000 });
   assert.deepEqual(policy.deadlines, { startupMs: 2 ** 31 - 1, cleanupMs: 1 });
@@ -77,7 +79,8 @@ test("normalizePolicy keeps explicit values", () => {
     bytes: 10 * MIB,
     accounting: "allocated_blocks",
   });
-  assert.deepEqual(policy.tmpfs, { homeBytes: 4096, tmpBytes: 6 * MIB });
+  assert.deepEqual(policy.tmpfs, { homeBytes: 4096, tmpBytes: 2 * MIB, shmBytes: MIB - 4096, inodes: 16 });
+  assert.deepEqual(policy.ulimits, { nofile: 16, nproc: 8, msgqueue: 0, memlock: 6 * MIB, sigpending: 0 });
   assert.deepEqual(normalizePolicy(policy), policy, "normalisation is idempotent");
 });
 
@@ -89,9 +92,50 @@ test("normalizePolicy accepts an execution deadline of any positive safe integer
   assert.deepEqual(policy.execution, { kind: "deadline", timeoutMs: Number.MAX_SAFE_INTEGER });
 });
 
-test("normalizePolicy caps default tmpfs sizes at the memory limit", () => {
+test("normalizePolicy scales default tmpfs sizes down with memory: an eighth each for home and tmp, a sixteenth for shm", () => {
   const policy = normalizePolicy({ resources: { ...resources, memoryBytes: 8 * MIB } });
-  assert.deepEqual(policy.tmpfs, { homeBytes: 8 * MIB, tmpBytes: 8 * MIB });
+  assert.deepEqual(policy.tmpfs, { homeBytes: MIB, tmpBytes: MIB, shmBytes: MIB / 2, inodes: 8192 });
+  const odd = normalizePolicy({ resources: { ...resources, memoryBytes: 6 * MIB + 12_345 } });
+  assert.deepEqual(odd.tmpfs, { homeBytes: 786_432, tmpBytes: 786_432, shmBytes: 393_216, inodes: 8192 }, "rounded down to whole pages");
+});
+
+test("normalizePolicy rejects tmpfs sizes that leave less than half of memory to the processes, giving the numbers and the fix", () => {
+  const error = assertConfigurationError(
+    () => normalizePolicy({ resources: { ...resources, memoryBytes: 96 * MIB }, tmpfs: { homeBytes: 32 * MIB, tmpBytes: 16 * MIB } }),
+    "policy.tmpfs.homeBytes",
+  );
+  assert.equal(
+    error.message,
+    "Cannot reserve sandbox: policy.tmpfs.homeBytes (33554432) + tmpBytes (16777216) + shmBytes (6291456) = 56623104 bytes " +
+      "leave too little of policy.resources.memoryBytes (100663296 bytes) to the processes: tmpfs pages count against the " +
+      "memory limit, so the three must total at most half of it (50331648 bytes); lower the tmpfs sizes or raise memoryBytes",
+  );
+  const exact = normalizePolicy({ resources: { ...resources, memoryBytes: 96 * MIB }, tmpfs: { homeBytes: 32 * MIB, tmpBytes: 10 * MIB, shmBytes: 6 * MIB } });
+  assert.equal(exact.tmpfs.homeBytes + exact.tmpfs.tmpBytes + exact.tmpfs.shmBytes, 48 * MIB, "exactly half is accepted");
+});
+
+test("normalizePolicy bounds every ulimit, naming the field, its range and unit", () => {
+  const cases: [unknown, string, string][] = [
+    [{ nofile: 1_048_577 }, "policy.ulimits.nofile", "must be an integer from 16 to 1048576 files"],
+    [{ nofile: 15 }, "policy.ulimits.nofile", "must be an integer from 16 to 1048576 files"],
+    [{ nproc: 4_194_305 }, "policy.ulimits.nproc", "must be an integer from 8 to 4194304 processes"],
+    [{ nproc: 7.5 }, "policy.ulimits.nproc", "must be an integer from 8 to 4194304 processes"],
+    [{ sigpending: 1_048_577 }, "policy.ulimits.sigpending", "must be an integer from 0 to 1048576 signals"],
+    [{ msgqueue: -1 }, "policy.ulimits.msgqueue", "must be an integer from 0 bytes to policy.resources.memoryBytes"],
+    [{ memlock: "64k" }, "policy.ulimits.memlock", "must be an integer from 0 bytes to policy.resources.memoryBytes"],
+    [{ core: 0 }, "policy.ulimits.core", "is not a known field"],
+  ];
+  for (const [ulimits, field, sentence] of cases) {
+    const error = assertConfigurationError(() => normalizeUntyped({ resources, ulimits }), field);
+    assert.equal(error.message, `Cannot reserve sandbox: ${field} ${sentence}`);
+  }
+  for (const field of ["msgqueue", "memlock"]) {
+    const error = assertConfigurationError(() => normalizeUntyped({ resources, ulimits: { [field]: 512 * MIB + 1 } }), `policy.ulimits.${field}`);
+    assert.equal(
+      error.message,
+      `Cannot reserve sandbox: policy.ulimits.${field} (536870913 bytes) must be at most policy.resources.memoryBytes (536870912 bytes); lower it or raise memoryBytes`,
+    );
+  }
 });
 
 test("normalizePolicy accepts the smallest and largest CPU limits", () => {
@@ -157,6 +201,10 @@ test("normalizePolicy rejects invalid fields naming the field path", () => {
     [{ resources, tmpfs: { tmpBytes: "64m" } }, "policy.tmpfs.tmpBytes"],
     [{ resources, tmpfs: { homeBytes: 512 * MIB + 1 } }, "policy.tmpfs.homeBytes"],
     [{ resources, tmpfs: { tmpBytes: 512 * MIB + 1 } }, "policy.tmpfs.tmpBytes"],
+    [{ resources, tmpfs: { shmBytes: 512 * MIB + 1 } }, "policy.tmpfs.shmBytes"],
+    [{ resources, tmpfs: { shmBytes: 4095 } }, "policy.tmpfs.shmBytes"],
+    [{ resources, tmpfs: { inodes: 15 } }, "policy.tmpfs.inodes"],
+    [{ resources, tmpfs: { inodes: 1_048_577 } }, "policy.tmpfs.inodes"],
   ];
   for (const [input, field] of cases) {
     const error = assertConfigurationError(() => normalizeUntyped(input), field);
