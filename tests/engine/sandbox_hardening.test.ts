@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { engineTest } from "./_engine.ts";
+import { engineTest, eventually } from "./_engine.ts";
 import { testPolicy, text, withSandbox } from "./_sandbox.ts";
 
 // Everything here is observed from inside the guest by the sandbox's own process.
@@ -80,6 +80,17 @@ engineTest("DockerSandbox reaps orphaned descendants (no zombies)", async (engin
 
 engineTest("DockerSandbox keeper and guards run as their own uid: the agent cannot signal, ptrace, or open their memory, descriptors or OOM score", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
+    // The lease and the guest deadline are execs of their own: wait until both have left
+    // `runc init` (the event), so the probe below sees their own command lines.
+    await eventually("the lease and the guest deadline running", async () => {
+      // Only other uids' command lines: this probe's own contains the words it looks for.
+      const listed = await sandbox.run("/bin/sh", [
+        "-c",
+        "me=$(id -u); for p in /proc/[0-9]*; do [ \"$(stat -c %u $p)\" = \"$me\" ] || tr '\\0' ' ' < $p/cmdline; echo; done",
+      ]);
+      const seen = new TextDecoder().decode(listed.stdout);
+      return seen.includes("while read -r") && seen.includes("sleep") ? true : undefined;
+    });
     // For every process that is not the agent's own uid, try what a hostile agent would.
     const script = [
       "me=$(id -u)",
