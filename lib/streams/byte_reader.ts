@@ -88,6 +88,12 @@ export class ByteReader {
   }
 
   #take(length: number): Uint8Array {
+    if (length === this.#chunk.byteLength) {
+      // The whole rest: no views to make (the common case of a reader keeping up).
+      const whole = this.#chunk;
+      this.#chunk = EMPTY;
+      return whole;
+    }
     const piece = this.#chunk.subarray(0, length);
     this.#chunk = this.#chunk.subarray(length);
     return piece;
