@@ -11,6 +11,7 @@
  * @module
  */
 
+import { type ChunkReader, chunkReader } from "./chunk_reader.ts";
 import { concatBytes } from "./concat_bytes.ts";
 
 const EMPTY = new Uint8Array(0);
@@ -43,18 +44,19 @@ export interface ReadThroughResult {
  * ```
  */
 export class ByteReader {
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #reader: ChunkReader;
   #chunk: Uint8Array = EMPTY;
   #ended = false;
 
   /**
-   * Locks `readable` for the lifetime of the reader.
+   * Locks `readable` for the lifetime of the reader (its direct reads when it offers them,
+   * see `chunk_reader.ts`).
    *
    * @param readable The bytes to read.
    * @throws {TypeError} When `readable` is already locked.
    */
   constructor(readable: ReadableStream<Uint8Array>) {
-    this.#reader = readable.getReader();
+    this.#reader = chunkReader(readable);
   }
 
   /**
@@ -74,8 +76,8 @@ export class ByteReader {
   async #fill(): Promise<boolean> {
     while (this.#chunk.byteLength === 0) {
       if (this.#ended) return false;
-      const { done, value } = await this.#reader.read();
-      if (done) {
+      const value = await this.#reader.read();
+      if (value === null) {
         this.#ended = true;
         return false;
       }
@@ -86,6 +88,12 @@ export class ByteReader {
   }
 
   #take(length: number): Uint8Array {
+    if (length === this.#chunk.byteLength) {
+      // The whole rest: no views to make (the common case of a reader keeping up).
+      const whole = this.#chunk;
+      this.#chunk = EMPTY;
+      return whole;
+    }
     const piece = this.#chunk.subarray(0, length);
     this.#chunk = this.#chunk.subarray(length);
     return piece;

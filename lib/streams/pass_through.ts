@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { chunkReader } from "./chunk_reader.ts";
 
 /** What {@linkcode passThrough} does besides handing chunks on. */
 export interface PassThroughHooks {
@@ -47,30 +48,31 @@ export interface PassThroughHooks {
  * ```
  */
 export function passThrough(source: ReadableStream<Uint8Array>, hooks: PassThroughHooks = {}): ReadableStream<Uint8Array> {
-  const reader = source.getReader();
+  // Direct reads where the source offers them (a tar entry's body): no second queue hop.
+  const reader = chunkReader(source);
   const { onChunk, mapError } = hooks;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      let result: ReadableStreamReadResult<Uint8Array>;
+      let chunk: Uint8Array | null;
       try {
-        result = await reader.read();
+        chunk = await reader.read();
       } catch (error) {
         controller.error(mapError === undefined ? error : mapError(error));
         return;
       }
-      if (result.done) {
+      if (chunk === null) {
         controller.close();
         return;
       }
       try {
-        onChunk?.(result.value);
+        onChunk?.(chunk);
       } catch (error) {
         const failure = mapError === undefined ? error : mapError(error);
         controller.error(failure);
         await reader.cancel(failure).catch(() => {});
         return;
       }
-      controller.enqueue(result.value);
+      controller.enqueue(chunk);
     },
     cancel(reason) {
       return reader.cancel(reason);

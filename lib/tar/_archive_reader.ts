@@ -1,6 +1,7 @@
 // The reading state machine behind readTar: one header, PAX block or body chunk at a time,
 // pulled from the source only when the entry stream or the current body asks for it.
 import type { ByteReader } from "../streams/byte_reader.ts";
+import { offerDirectReads } from "../streams/chunk_reader.ts";
 import { readError } from "./_fail.ts";
 import { type Header, isZeroBlock, parseHeader } from "./_header.ts";
 import { BLOCK, MAX_CHUNK, MAX_PAX_BYTES, paddingOf } from "./_limits.ts";
@@ -20,6 +21,8 @@ interface Body {
   finished: boolean;
   /** Cancelled by the consumer: the rest is skipped. */
   cancelled: boolean;
+  /** The error the body stream was errored with, once it was (boxed: any value may be an error). */
+  failure?: { readonly error: unknown };
 }
 
 /** Reads entries from `source` into `entries`, checking paths with `paths`. */
@@ -46,7 +49,7 @@ export class ArchiveReader {
   }
 
   /** Runs `task` after every earlier one: the source has one reader at a time. */
-  #serial(task: () => Promise<void>): Promise<void> {
+  #serial<T>(task: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(task);
     this.#queue = run.catch(() => {});
     return run;
@@ -96,6 +99,7 @@ export class ArchiveReader {
     const body = this.#body;
     if (body === undefined || body.finished) return;
     body.finished = true;
+    body.failure = { error };
     if (!body.cancelled) body.controller?.error(error);
   }
 
@@ -130,30 +134,51 @@ export class ArchiveReader {
 
   /** The current body's `pull`: delivers its next chunk; checks padding before closing. */
   pullBody(body: Body): Promise<void> {
+    return this.#serial(() => this.#bodyStep(body, (chunk) => body.controller!.enqueue(chunk)));
+  }
+
+  /**
+   * The current body's direct read (`lib/streams/chunk_reader.ts`): as `pullBody`, with the
+   * chunk returned instead of enqueued; `null` once the body is complete or cancelled;
+   * throws what the body stream was errored with.
+   */
+  readBody(body: Body): Promise<Uint8Array | null> {
     return this.#serial(async () => {
-      if (this.#closed || body.finished || body.cancelled) return;
-      try {
-        if (body.remaining > 0) {
-          const chunk = await this.#source.read(Math.min(body.remaining, MAX_CHUNK));
-          if (chunk === null) {
-            throw readError("truncated", "archive ends inside a body", { offset: this.#offset, path: body.path });
-          }
-          body.remaining -= chunk.length;
-          this.#offset += chunk.length;
-          if (this.#closed) return;
-          if (!body.cancelled) body.controller!.enqueue(chunk);
-        }
-        if (body.remaining === 0) {
-          await this.#readPadding(body.padding, body.path);
-          if (this.#closed) return;
-          body.finished = true;
-          this.#body = undefined;
-          if (!body.cancelled) body.controller!.close();
-        }
-      } catch (error) {
-        await this.#fail(error);
-      }
+      let delivered: Uint8Array | null = null;
+      await this.#bodyStep(body, (chunk) => delivered = chunk);
+      if (delivered !== null) return delivered;
+      if (body.failure !== undefined) throw body.failure.error;
+      return null;
     });
+  }
+
+  /**
+   * Reads the current body's next chunk and hands it to `deliver`; once the body is
+   * complete, checks its padding and closes its stream. A failure fails the archive.
+   */
+  async #bodyStep(body: Body, deliver: (chunk: Uint8Array) => void): Promise<void> {
+    if (this.#closed || body.finished || body.cancelled) return;
+    try {
+      if (body.remaining > 0) {
+        const chunk = await this.#source.read(Math.min(body.remaining, MAX_CHUNK));
+        if (chunk === null) {
+          throw readError("truncated", "archive ends inside a body", { offset: this.#offset, path: body.path });
+        }
+        body.remaining -= chunk.length;
+        this.#offset += chunk.length;
+        if (this.#closed) return;
+        if (!body.cancelled) deliver(chunk);
+      }
+      if (body.remaining === 0) {
+        await this.#readPadding(body.padding, body.path);
+        if (this.#closed) return;
+        body.finished = true;
+        this.#body = undefined;
+        if (!body.cancelled) body.controller!.close();
+      }
+    } catch (error) {
+      await this.#fail(error);
+    }
   }
 
   /** Skips what is left of the current body; errors its stream unless it was cancelled. */
@@ -231,6 +256,13 @@ export class ArchiveReader {
           state.cancelled = true;
         },
       }, { highWaterMark: 0 });
+      offerDirectReads(body, {
+        read: () => this.readBody(state),
+        cancel: () => {
+          state.cancelled = true;
+          return Promise.resolve();
+        },
+      });
     }
     return {
       path,

@@ -10,6 +10,7 @@
  * @module
  */
 import { DockerEngineOutputError } from "../errors.ts";
+import { chunkReader } from "../../streams/chunk_reader.ts";
 
 /**
  * Size of a frame header, in bytes (Docker Engine API attach stream).
@@ -205,7 +206,7 @@ export function demultiplex(
   if (typeof onFault !== "function") {
     throw new TypeError(`${ACTION}: options.onFault must be a function`);
   }
-  const reader = source.getReader();
+  const reader = chunkReader(source);
 
   let state: "running" | "ended" | "faulted" = "running";
   let resolveDone!: () => void;
@@ -360,19 +361,19 @@ export function demultiplex(
 
   async function pump(): Promise<void> {
     while (state === "running") {
-      let result: ReadableStreamReadResult<Uint8Array>;
+      let chunk: Uint8Array | null;
       try {
-        result = await reader.read();
+        chunk = await reader.read();
       } catch (cause) {
         fault("source_failed", "the attach stream failed", cause);
         return;
       }
       if (state !== "running") return;
-      if (result.done) {
+      if (chunk === null) {
         end();
         return;
       }
-      if (!consume(result.value)) return;
+      if (!consume(chunk)) return;
     }
   }
   pump().catch((cause: unknown) => {

@@ -6,6 +6,7 @@
  * @module
  */
 import { DockerEngineTransportError } from "../errors.ts";
+import { offerDirectReads } from "../../streams/chunk_reader.ts";
 import type { SocketConnection } from "./types.ts";
 
 /**
@@ -40,7 +41,9 @@ export interface RawSocket {
  * (`highWaterMark: 0`, so `raw.read()` runs only while a read is pending), a writable
  * whose writes resolve when `raw.write()` does (chunks run one at a time; up to
  * {@linkcode WRITE_QUEUE_BYTES} may wait in its queue before `writer.ready` waits), an
- * idempotent `closeWrite()`, a graceful `close()` and an immediate `abort()`.
+ * idempotent `closeWrite()`, a graceful `close()` and an immediate `abort()`. The readable
+ * offers direct reads (`lib/streams/chunk_reader.ts`): a `chunkReader` of it calls
+ * `raw.read()` itself, with the same chunks, end and errors, and no stream hop.
  *
  * @param raw The primitives of one connected socket.
  * @returns The connection; its owner must `close()` or `abort()` it.
@@ -100,6 +103,10 @@ class StreamedSocket implements SocketConnection {
   #writing: Promise<void> = Promise.resolve();
   #halfClosed: Promise<void> | undefined;
   #released = false;
+  /** The error the connection failed with, once it did (boxed: a reason may be `undefined`). */
+  #readFailure: { error: unknown } | undefined;
+  /** Whether a direct read found the end and closed the readable. */
+  #readEnded = false;
 
   constructor(raw: RawSocket) {
     this.#raw = raw;
@@ -110,6 +117,14 @@ class StreamedSocket implements SocketConnection {
       pull: (controller) => this.#pull(controller),
       cancel: (reason) => this.abort(reason),
     }, { highWaterMark: 0 });
+    offerDirectReads(this.readable, {
+      read: () => this.#readDirect(),
+      cancel: (reason) => {
+        // As cancelling the readable: nothing once it ended.
+        if (!this.#readEnded) this.abort(reason);
+        return Promise.resolve();
+      },
+    });
     this.writable = new WritableStream<Uint8Array>({
       start: (controller) => {
         this.#writeController = controller;
@@ -121,24 +136,55 @@ class StreamedSocket implements SocketConnection {
   }
 
   async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    let chunk: Uint8Array | null;
+    try {
+      chunk = await this.#next();
+    } catch {
+      return; // #next errored the stream already
+    }
+    if (chunk === null) {
+      if (!this.#released) controller.close();
+      return;
+    }
+    controller.enqueue(chunk);
+  }
+
+  /**
+   * The next non-empty chunk from the socket, `null` at its end or once the connection was
+   * closed; throws the connection's error once it failed or was aborted (the readable is
+   * then errored with it). The one read path of both the readable's `pull` and its direct
+   * reads.
+   */
+  async #next(): Promise<Uint8Array | null> {
     for (;;) {
+      this.#throwIfFailed();
+      if (this.#released) return null;
       let chunk: Uint8Array | null;
       try {
         chunk = await this.#raw.read();
       } catch (error) {
         if (!this.#released) this.abort(socketError("read from", error));
-        return;
+        this.#throwIfFailed();
+        return null; // closed meanwhile: the read ends
       }
-      if (this.#released) return;
-      if (chunk === null) {
-        controller.close();
-        return;
-      }
-      if (chunk.byteLength > 0) {
-        controller.enqueue(chunk);
-        return;
-      }
+      this.#throwIfFailed();
+      if (this.#released || chunk === null) return null;
+      if (chunk.byteLength > 0) return chunk;
     }
+  }
+
+  #throwIfFailed(): void {
+    if (this.#readFailure !== undefined) throw this.#readFailure.error;
+  }
+
+  /** A direct read: as `#next`, and the readable closes at the end as its `pull` would close it. */
+  async #readDirect(): Promise<Uint8Array | null> {
+    const chunk = await this.#next();
+    if (chunk === null && !this.#released && !this.#readEnded) {
+      this.#readEnded = true;
+      this.#readController.close();
+    }
+    return chunk;
   }
 
   async #write(chunk: Uint8Array): Promise<void> {
@@ -175,7 +221,7 @@ class StreamedSocket implements SocketConnection {
     this.#released = true;
     this.#raw.destroy();
     try {
-      this.#readController.close();
+      if (!this.#readEnded) this.#readController.close();
     } catch {
       // Already closed or errored: nothing left to end.
     }
@@ -189,6 +235,7 @@ class StreamedSocket implements SocketConnection {
     this.#released = true;
     const error = reason ??
       new DockerEngineTransportError("aborted", "Cannot use the socket: it was aborted");
+    this.#readFailure = { error };
     this.#raw.destroy();
     this.#readController.error(error);
     this.#writeController.error(error);
