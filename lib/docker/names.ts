@@ -14,6 +14,8 @@ export const LABELS: {
   readonly revision: string;
   readonly record: string;
   readonly configuration: string;
+  readonly uid: string;
+  readonly gid: string;
 } = Object.freeze({
   /** Always `"agentcell"`: marks a resource of this library. */
   owner: "dev.agentcell.owner",
@@ -33,6 +35,10 @@ export const LABELS: {
   record: "dev.agentcell.record",
   /** The record's `configurationDigest` (profile, user, image, datasets). */
   configuration: "dev.agentcell.configuration",
+  /** The agent's uid (`identity.user.uid`): per sandbox with `config.userRange`. */
+  uid: "dev.agentcell.uid",
+  /** The agent's gid (`identity.user.gid`). */
+  gid: "dev.agentcell.gid",
 });
 
 /** Roles of the resources of one sandbox. */
@@ -84,7 +90,16 @@ export function resourceNames(namespace: string, reservationId: string): Sandbox
  * @param role the resource's role
  */
 export function resourceLabels(
-  record: { readonly identity: { readonly namespace: string; readonly reservationId: string; readonly revision: string; readonly configurationDigest: string }; readonly identityDigest: string },
+  record: {
+    readonly identity: {
+      readonly namespace: string;
+      readonly reservationId: string;
+      readonly revision: string;
+      readonly configurationDigest: string;
+      readonly user: { readonly uid: number; readonly gid: number };
+    };
+    readonly identityDigest: string;
+  },
   role: SandboxResourceRole,
 ): Readonly<Record<string, string>> {
   const { identity } = record;
@@ -96,6 +111,8 @@ export function resourceLabels(
     [LABELS.revision]: identity.revision,
     [LABELS.record]: record.identityDigest,
     [LABELS.configuration]: identity.configurationDigest,
+    [LABELS.uid]: String(identity.user.uid),
+    [LABELS.gid]: String(identity.user.gid),
   });
 }
 

@@ -76,7 +76,7 @@ export interface RecoveryIdentity {
    * Records written before the allowlist existed lack it and every `proxy`/`egress` entry.
    */
   readonly proxyImageDigest?: string;
-  /** The guest user. */
+  /** The guest user: `config.user`, or the uid drawn from `config.userRange` at `reserve()`. */
   readonly user: { readonly uid: number; readonly gid: number };
   /** The keeper's user (its containers' `User`). */
   readonly keeperUser: { readonly uid: number; readonly gid: number };
@@ -198,7 +198,8 @@ export function digestOf(value: unknown): string {
 }
 
 /**
- * The configuration a record is bound to: the normalized profile, user, image and the
+ * The configuration a record is bound to: the normalized profile, user (or user range),
+ * keeper user, image and the
  * dataset list as normalized (sorted by name; each `name`, `imageDigest` and `subpath` when
  * given). A backend with another dataset list conflicts with the record before any Engine
  * access.
@@ -207,6 +208,7 @@ export function configurationDigest(settings: DockerSandboxBackendSettings): str
   return digestOf({
     profile: settings.profile,
     user: settings.user,
+    userRange: settings.userRange,
     keeperUser: settings.keeperUser,
     imageDigest: settings.imageDigest,
     datasets: settings.datasets,
