@@ -16,7 +16,7 @@ import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSa
 import { createDockerSandboxPool, type DockerSandboxPool, type DockerSandboxPoolOptions } from "./pool.ts";
 import { DockerSandbox } from "./sandbox.ts";
 import { assertEgressConfigured } from "./egress/configuration.ts";
-import { type GuestUser, UserRangeAllocator } from "./user_range.ts";
+import { UserRangeAllocator } from "./user_range.ts";
 
 /** A Docker sandbox backend (see {@linkcode createDockerSandboxBackend}). */
 export interface DockerSandboxBackend extends SandboxBackend {
@@ -77,7 +77,7 @@ export interface DockerSandboxReservation extends SandboxReservation {
    * The agent's identity: `config.user`, or the uid (gid = uid) drawn from `config.userRange`
    * for this reservation, held until its compute is removed or its start fails.
    */
-  readonly user: GuestUser;
+  readonly user: { readonly uid: number; readonly gid: number };
   /**
    * Acquire the sandbox: verify host, spill directory, daemon, image and dataset images
    * (datasets and an allowlist network need Engine API 1.48), then create the volume, the
