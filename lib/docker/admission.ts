@@ -131,13 +131,20 @@ export function admitHost(profile: DockerSandboxProfileRow, host: { platform: st
 /**
  * Check a request's policy against what the profile needs, at `reserve()` (no I/O): under
  * `linux-x64-gvisor` the sentry's threads count against the PID limit, so
- * `policy.resources.pids` must be at least the profile's `minimumPids` (256).
+ * `policy.resources.pids` must be at least the profile's `minimumPids` (256), and runsc runs
+ * with `--network=none` (the guest has only loopback), so `network: "outbound"` is refused.
  *
  * @param profile the selected profile row
  * @param policy the normalised request policy
  * @throws {SandboxConfigurationError} when `policy.resources.pids` is below the profile's minimum
+ * @throws {SandboxUnsupportedError} for `network: "outbound"` under gVisor
  */
 export function admitPolicy(profile: DockerSandboxProfileRow, policy: SandboxPolicy): void {
+  if (profile.runtime === "runsc" && policy.network === "outbound") {
+    throw new SandboxUnsupportedError(
+      `Cannot reserve sandbox: policy.network "outbound" is not available under profile ${profile.name} (runsc runs with --network=none, so the guest has only loopback): use network "isolated", or a runc profile for outbound access`,
+    );
+  }
   if (policy.resources.pids < profile.minimumPids) {
     throw new SandboxConfigurationError(
       `Cannot reserve sandbox: policy.resources.pids is ${policy.resources.pids}, below the minimum of ${profile.minimumPids} for profile ${profile.name}` +

@@ -29,7 +29,8 @@ export interface DockerSandboxBackend extends SandboxBackend {
    *
    * @throws {SandboxConfigurationError} for an invalid request (the message names the field),
    *   or `policy.resources.pids` below the profile's minimum (256 for `linux-x64-gvisor`)
-   * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`
+   * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`, or
+   *   `policy.network: "outbound"` under `linux-x64-gvisor`
    * @throws {SandboxConfigurationError} for an allowlist network without `config.proxyImageDigest`
    * @throws {SandboxQuotaError} with `config.userRange`, when every uid of the range is held
    *   by a live sandbox of this backend

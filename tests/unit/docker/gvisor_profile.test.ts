@@ -55,7 +55,7 @@ test("keeperCreateBody requests the profile's runtime", () => {
   assert.equal(body.HostConfig.Runtime, "runsc");
 });
 
-test("reserve() under linux-x64-gvisor rejects a PID limit below the profile's minimum of 256", () => {
+test("reserve() under linux-x64-gvisor rejects a PID limit below the profile's minimum of 256, and outbound networking", () => {
   const backend = createDockerSandboxBackend({
     profile: "linux-x64-gvisor",
     endpoint: "unix:///var/run/docker.sock",
@@ -74,4 +74,11 @@ test("reserve() under linux-x64-gvisor rejects a PID limit below the profile's m
         "Cannot reserve sandbox: policy.resources.pids is 255, below the minimum of 256 for profile linux-x64-gvisor (gVisor's sentry threads count against the PID limit): set policy.resources.pids to at least 256",
   );
   assert.equal(backend.reserve({ policy: { resources: { cpus: 1, memoryBytes: 256 << 20, pids: 256 } } }, port).policy.resources.pids, 256);
+  assert.throws(
+    () => backend.reserve({ policy: { resources: { cpus: 1, memoryBytes: 256 << 20, pids: 256 }, network: "outbound" } }, port),
+    (error) =>
+      error instanceof SandboxUnsupportedError && error.code === "unsupported" &&
+      error.message ===
+        'Cannot reserve sandbox: policy.network "outbound" is not available under profile linux-x64-gvisor (runsc runs with --network=none, so the guest has only loopback): use network "isolated", or a runc profile for outbound access',
+  );
 });
