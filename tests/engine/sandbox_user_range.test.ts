@@ -8,6 +8,8 @@ import { inspectContainer } from "../../lib/engine/containers.ts";
 import { SandboxConflictError } from "../../lib/sandbox/errors.ts";
 import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
+import type { DockerSandboxBackend } from "../../lib/docker/backend.ts";
+import type { DockerEngine } from "../../lib/engine/client.ts";
 import { engineTest, nodeImage } from "./_engine.ts";
 import { assertGone, assertNamesAbsent, readUntil, recordingPort, testPolicy, text, withBackend } from "./_sandbox.ts";
 
@@ -48,15 +50,41 @@ function freshRange(count: number): { first: number; count: number } {
 
 const policy = { ...testPolicy, resources: { ...testPolicy.resources, memoryBytes: 512 * 1024 * 1024 } };
 
+/** Run `fn` with two started sandboxes of `backend`; both are destroyed and checked gone after. */
+async function withTwo(
+  engine: DockerEngine,
+  backend: DockerSandboxBackend,
+  fn: (sandboxes: DockerSandbox[], ports: ReturnType<typeof recordingPort>[], uids: number[]) => Promise<void>,
+): Promise<void> {
+  const ports = [recordingPort(), recordingPort()];
+  const reservations = ports.map((port) => backend.reserve({ policy }, port));
+  const sandboxes: DockerSandbox[] = [];
+  try {
+    for (const reservation of reservations) sandboxes.push(await reservation.start());
+    await fn(sandboxes, ports, reservations.map((reservation) => reservation.user.uid));
+  } finally {
+    for (const sandbox of sandboxes) {
+      await sandbox.destroy();
+      await assertGone(engine, sandbox);
+    }
+  }
+}
+
+/** The first sandbox takes every inotify instance its uid may have; returns what the second then opens. */
+async function starve(sandboxes: DockerSandbox[]): Promise<number> {
+  const first = await hog(sandboxes[0], 10_000);
+  assert.equal(first.opened, first.max, `the first sandbox holds every instance its uid may have (${first.opened} of ${first.max})`);
+  const second = await hog(sandboxes[1], 8);
+  await second.release();
+  await first.release();
+  return second.opened;
+}
+
 engineTest("DockerSandbox userRange: inotify exhaustion in one sandbox does not reach the other; uids in records and labels", async (engine) => {
   const range = freshRange(2);
   await withBackend(async (backend) => {
-    const ports = [recordingPort(), recordingPort()];
-    const reservations = ports.map((port) => backend.reserve({ policy }, port));
-    const uids = reservations.map((reservation) => reservation.user.uid);
-    assert.deepEqual([...uids].sort(), [range.first, range.first + 1], "two distinct uids of the range");
-    const sandboxes = [await reservations[0].start(), await reservations[1].start()];
-    try {
+    await withTwo(engine, backend, async (sandboxes, ports, uids) => {
+      assert.deepEqual([...uids].sort(), [range.first, range.first + 1], "two distinct uids of the range");
       for (const [index, sandbox] of sandboxes.entries()) {
         const uid = uids[index];
         const record = ports[index].records.at(-1) as DockerSandboxRecoveryRecord;
@@ -67,38 +95,17 @@ engineTest("DockerSandbox userRange: inotify exhaustion in one sandbox does not 
         const id = await sandbox.run("/bin/sh", ["-c", "echo $(id -u):$(id -g) $(stat -c %u:%g /workspace/work $HOME)"]);
         assert.equal(id.stdoutText, `${uid}:${uid} ${uid}:${uid} ${uid}:${uid}\n`, "the agent, its work directory and home are the drawn uid's");
       }
-      const first = await hog(sandboxes[0], 10_000);
-      assert.equal(first.opened, first.max, `the first sandbox holds every instance its uid may have (${first.opened} of ${first.max})`);
-      const second = await hog(sandboxes[1], 8);
-      assert.equal(second.opened, 8, "the second sandbox still opens its own instances");
-      await second.release();
-      await first.release();
-    } finally {
-      for (const sandbox of sandboxes) {
-        await sandbox.destroy();
-        await assertGone(engine, sandbox);
-      }
-    }
+      assert.equal(await starve(sandboxes), 8, "the second sandbox still opens its own instances");
+    });
   }, nodeImage, undefined, undefined, { userRange: range, keeperUser: { uid: 65533, gid: 65533 } });
 }, { timeout: 240_000 });
 
 engineTest("DockerSandbox fixed user (control): inotify exhaustion in one sandbox starves another of the same uid", async (engine) => {
   const uid = freshRange(1).first;
   await withBackend(async (backend) => {
-    const sandboxes = [await backend.reserve({ policy }, recordingPort()).start(), await backend.reserve({ policy }, recordingPort()).start()];
-    try {
-      const first = await hog(sandboxes[0], 10_000);
-      assert.equal(first.opened, first.max);
-      const second = await hog(sandboxes[1], 8);
-      assert.equal(second.opened, 0, "the shared uid has no instance left");
-      await second.release();
-      await first.release();
-    } finally {
-      for (const sandbox of sandboxes) {
-        await sandbox.destroy();
-        await assertGone(engine, sandbox);
-      }
-    }
+    await withTwo(engine, backend, async (sandboxes) => {
+      assert.equal(await starve(sandboxes), 0, "the shared uid has no instance left");
+    });
   }, nodeImage, undefined, undefined, { user: { uid, gid: uid } });
 }, { timeout: 240_000 });
 
