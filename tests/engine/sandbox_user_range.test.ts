@@ -1,6 +1,6 @@
 // config.userRange on a real engine: each sandbox's agent runs as its own uid, so a per-uid
-// kernel limit one sandbox exhausts (inotify instances, fs.inotify.max_user_instances) does
-// not reach the other; the uids are in the records and the labels; another backend drawing
+// kernel limit one sandbox exhausts (inotify instances, fs.inotify.max_user_instances; POSIX
+// message queue bytes, RLIMIT_MSGQUEUE) does not reach the other; the uids are in the records and the labels; another backend drawing
 // a held uid is refused after its keeper exists, and leaves nothing behind.
 import assert from "node:assert/strict";
 import { LABELS } from "../../lib/docker/names.ts";
@@ -13,27 +13,46 @@ import type { DockerEngine } from "../../lib/engine/client.ts";
 import { engineTest, nodeImage } from "./_engine.ts";
 import { assertGone, assertNamesAbsent, readUntil, recordingPort, testPolicy, text, withBackend } from "./_sandbox.ts";
 
-// Opens inotify instances (node:ffi, libc's inotify_init1) until the kernel refuses one or
-// `limit` are open, prints "opened N of max M", and holds them until stdin ends.
+// Opens inotify instances (fs.inotify.max_user_instances per uid) and POSIX message queues
+// (RLIMIT_MSGQUEUE bytes per uid; 10 messages of 8 KiB each by default) through node:ffi and
+// libc until the kernel refuses one or `limit` of each are open, prints
+// "inotify N of max M, mqueue K", and holds them until stdin ends.
 const HOG = `
-const { dlopen } = require("node:ffi");
+const ffi = require("node:ffi");
 const { readFileSync } = require("node:fs");
-const { functions } = dlopen("libc.so.6", { inotify_init1: { arguments: ["i32"], return: "i32" } });
+const { functions } = ffi.dlopen("libc.so.6", {
+  inotify_init1: { arguments: ["i32"], return: "i32" },
+  mq_open: { arguments: ["pointer", "i32", "u32", "pointer"], return: "i32" },
+});
 const limit = Number(process.argv[1]);
-let opened = 0;
-while (opened < limit && functions.inotify_init1(0) >= 0) opened++;
+let inotify = 0;
+while (inotify < limit && functions.inotify_init1(0) >= 0) inotify++;
+const names = [];
+while (names.length < limit) {
+  const name = Buffer.from("/hog-" + names.length + "\\0");
+  if (functions.mq_open(ffi.getRawPointer(name), 0o100 | 2, 0o600, 0n) < 0) break; // O_CREAT | O_RDWR, default attributes
+  names.push(name);
+}
 const max = readFileSync("/proc/sys/fs/inotify/max_user_instances", "utf8").trim();
-process.stdout.write("opened " + opened + " of max " + max + "\\n");
+process.stdout.write("inotify " + inotify + " of max " + max + ", mqueue " + names.length + "\\n");
 process.stdin.resume();
 `;
 
-async function hog(sandbox: DockerSandbox, limit: number): Promise<{ opened: number; max: number; release: () => Promise<void> }> {
+interface Held {
+  readonly inotify: number;
+  readonly max: number;
+  readonly mqueue: number;
+  release(): Promise<void>;
+}
+
+async function hog(sandbox: DockerSandbox, limit: number): Promise<Held> {
   const process = await sandbox.reserveProcess({ executable: "/usr/local/bin/node", args: ["--no-warnings", "-e", HOG, String(limit)] }).start();
-  const seen = await readUntil(process.stdout, (out) => /opened \d+ of max \d+\n/.test(out));
-  const [, opened, max] = /opened (\d+) of max (\d+)/.exec(seen)!.map(Number);
+  const seen = await readUntil(process.stdout, (out) => /inotify \d+ of max \d+, mqueue \d+\n/.test(out));
+  const [, inotify, max, mqueue] = /inotify (\d+) of max (\d+), mqueue (\d+)/.exec(seen)!.map(Number);
   return {
-    opened,
+    inotify,
     max,
+    mqueue,
     release: async () => {
       await process.stdin.close();
       // stdout was partly read by readUntil: drain the rest (Response refuses a disturbed stream).
@@ -70,17 +89,21 @@ async function withTwo(
   }
 }
 
-/** The first sandbox takes every inotify instance its uid may have; returns what the second then opens. */
-async function starve(sandboxes: DockerSandbox[]): Promise<number> {
+/**
+ * The first sandbox takes every inotify instance and message queue its uid may have; returns
+ * how many of each (at most 4) the second then opens.
+ */
+async function starve(sandboxes: DockerSandbox[]): Promise<{ inotify: number; mqueue: number }> {
   const first = await hog(sandboxes[0], 10_000);
-  assert.equal(first.opened, first.max, `the first sandbox holds every instance its uid may have (${first.opened} of ${first.max})`);
-  const second = await hog(sandboxes[1], 8);
+  assert.equal(first.inotify, first.max, `the first sandbox holds every inotify instance its uid may have (${first.inotify} of ${first.max})`);
+  assert.ok(first.mqueue >= 4 && first.mqueue < 10_000, `the first sandbox fills its uid's RLIMIT_MSGQUEUE (${first.mqueue} queues, then refused)`);
+  const second = await hog(sandboxes[1], 4);
   await second.release();
   await first.release();
-  return second.opened;
+  return { inotify: second.inotify, mqueue: second.mqueue };
 }
 
-engineTest("DockerSandbox userRange: inotify exhaustion in one sandbox does not reach the other; uids in records and labels", async (engine) => {
+engineTest("DockerSandbox userRange: inotify and mqueue exhaustion in one sandbox does not reach the other; uids in records and labels", async (engine) => {
   const range = freshRange(2);
   await withBackend(async (backend) => {
     await withTwo(engine, backend, async (sandboxes, ports, uids) => {
@@ -95,16 +118,16 @@ engineTest("DockerSandbox userRange: inotify exhaustion in one sandbox does not 
         const id = await sandbox.run("/bin/sh", ["-c", "echo $(id -u):$(id -g) $(stat -c %u:%g /workspace/work $HOME)"]);
         assert.equal(id.stdoutText, `${uid}:${uid} ${uid}:${uid} ${uid}:${uid}\n`, "the agent, its work directory and home are the drawn uid's");
       }
-      assert.equal(await starve(sandboxes), 8, "the second sandbox still opens its own instances");
+      assert.deepEqual(await starve(sandboxes), { inotify: 4, mqueue: 4 }, "the second sandbox still opens its own instances and queues");
     });
   }, nodeImage, undefined, undefined, { userRange: range, keeperUser: { uid: 65533, gid: 65533 } });
 }, { timeout: 240_000 });
 
-engineTest("DockerSandbox fixed user (control): inotify exhaustion in one sandbox starves another of the same uid", async (engine) => {
+engineTest("DockerSandbox fixed user (control): inotify and mqueue exhaustion in one sandbox starves another of the same uid", async (engine) => {
   const uid = freshRange(1).first;
   await withBackend(async (backend) => {
     await withTwo(engine, backend, async (sandboxes) => {
-      assert.equal(await starve(sandboxes), 0, "the shared uid has no instance left");
+      assert.deepEqual(await starve(sandboxes), { inotify: 0, mqueue: 0 }, "the shared uid has no instance or queue bytes left");
     });
   }, nodeImage, undefined, undefined, { user: { uid, gid: uid } });
 }, { timeout: 240_000 });
