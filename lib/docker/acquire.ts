@@ -175,6 +175,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       imageDigest: settings.imageDigest,
       ...(proxyImageDigest === undefined ? {} : { proxyImageDigest }),
       user,
+      ...(settings.userRange === undefined ? {} : { userRange: settings.userRange }),
       keeperUser: settings.keeperUser,
       names,
       nonce: newNonce(),

@@ -132,17 +132,18 @@ export function admitHost(profile: DockerSandboxProfileRow, host: { platform: st
  * Check a request's policy against what the profile needs, at `reserve()` (no I/O): under
  * `linux-x64-gvisor` the sentry's threads count against the PID limit, so
  * `policy.resources.pids` must be at least the profile's `minimumPids` (256), and runsc runs
- * with `--network=none` (the guest has only loopback), so `network: "outbound"` is refused.
+ * with `--network=none` (the guest has only loopback), so any network but `isolated` is refused.
  *
  * @param profile the selected profile row
  * @param policy the normalised request policy
  * @throws {SandboxConfigurationError} when `policy.resources.pids` is below the profile's minimum
- * @throws {SandboxUnsupportedError} for `network: "outbound"` under gVisor
+ * @throws {SandboxUnsupportedError} for `network: "outbound"` or an allowlist under gVisor
  */
 export function admitPolicy(profile: DockerSandboxProfileRow, policy: SandboxPolicy): void {
-  if (profile.runtime === "runsc" && policy.network === "outbound") {
+  if (profile.runtime === "runsc" && policy.network !== "isolated") {
+    const network = policy.network === "outbound" ? '"outbound"' : "an allowlist";
     throw new SandboxUnsupportedError(
-      `Cannot reserve sandbox: policy.network "outbound" is not available under profile ${profile.name} (runsc runs with --network=none, so the guest has only loopback): use network "isolated", or a runc profile for outbound access`,
+      `Cannot reserve sandbox: policy.network ${network} is not available under profile ${profile.name} (runsc runs with --network=none, so the guest has only loopback): use network "isolated", or a runc profile for network access`,
     );
   }
   if (policy.resources.pids < profile.minimumPids) {

@@ -30,7 +30,7 @@ export interface DockerSandboxBackend extends SandboxBackend {
    * @throws {SandboxConfigurationError} for an invalid request (the message names the field),
    *   or `policy.resources.pids` below the profile's minimum (256 for `linux-x64-gvisor`)
    * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`, or
-   *   `policy.network: "outbound"` under `linux-x64-gvisor`
+   *   any `policy.network` but `"isolated"` under `linux-x64-gvisor`
    * @throws {SandboxConfigurationError} for an allowlist network without `config.proxyImageDigest`
    * @throws {SandboxQuotaError} with `config.userRange`, when every uid of the range is held
    *   by a live sandbox of this backend
@@ -153,8 +153,9 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
       }
       const policy = normalizePolicy(request.policy);
       assertSupportedDiskQuota(policy);
-      assertEgressConfigured(policy, settings);
+      // The profile first: under gVisor an allowlist is refused whatever the config holds.
       admitPolicy(settings.profile, policy);
+      assertEgressConfigured(policy, settings);
       const id = newReservationId();
       const names = resourceNames(settings.namespace, id);
       // Drawn last: nothing after it can throw, so a refused request holds no uid.

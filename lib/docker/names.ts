@@ -35,9 +35,9 @@ export const LABELS: {
   record: "dev.agentcell.record",
   /** The record's `configurationDigest` (profile, user, image, datasets). */
   configuration: "dev.agentcell.configuration",
-  /** The agent's uid (`identity.user.uid`): per sandbox with `config.userRange`. */
+  /** The agent's uid (`identity.user.uid`), on the resources of a `config.userRange` sandbox only. */
   uid: "dev.agentcell.uid",
-  /** The agent's gid (`identity.user.gid`). */
+  /** The agent's gid (`identity.user.gid`), likewise. */
   gid: "dev.agentcell.gid",
 });
 
@@ -84,7 +84,8 @@ export function resourceNames(namespace: string, reservationId: string): Sandbox
 }
 
 /**
- * The exact label set of one resource of a record.
+ * The exact label set of one resource of a record (with `dev.agentcell.uid`/`gid` when the
+ * identity was drawn from a `userRange`).
  *
  * @param record the record's identity and its digest
  * @param role the resource's role
@@ -97,6 +98,7 @@ export function resourceLabels(
       readonly revision: string;
       readonly configurationDigest: string;
       readonly user: { readonly uid: number; readonly gid: number };
+      readonly userRange?: unknown;
     };
     readonly identityDigest: string;
   },
@@ -111,8 +113,9 @@ export function resourceLabels(
     [LABELS.revision]: identity.revision,
     [LABELS.record]: record.identityDigest,
     [LABELS.configuration]: identity.configurationDigest,
-    [LABELS.uid]: String(identity.user.uid),
-    [LABELS.gid]: String(identity.user.gid),
+    // Only identities drawn from a range are labelled: fixed-user resources keep the label
+    // set of earlier builds, so their records still recover.
+    ...(identity.userRange === undefined ? {} : { [LABELS.uid]: String(identity.user.uid), [LABELS.gid]: String(identity.user.gid) }),
   });
 }
 

@@ -143,6 +143,7 @@ export function checkRecoveryRecord(input: unknown, settings: DockerSandboxBacke
     ["namespace", identity.namespace, settings.namespace],
     ["image", identity.imageDigest, settings.imageDigest],
     ["user", `${identity.user.uid}:${identity.user.gid}`, userOf(identity.user, settings)],
+    ["userRange", JSON.stringify(identity.userRange ?? null), JSON.stringify(settings.userRange ?? null)],
     ["keeperUser", `${identity.keeperUser.uid}:${identity.keeperUser.gid}`, `${settings.keeperUser.uid}:${settings.keeperUser.gid}`],
     ["configuration", identity.configurationDigest, configurationDigest(settings)],
   ];

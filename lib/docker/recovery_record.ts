@@ -78,6 +78,11 @@ export interface RecoveryIdentity {
   readonly proxyImageDigest?: string;
   /** The guest user: `config.user`, or the uid drawn from `config.userRange` at `reserve()`. */
   readonly user: { readonly uid: number; readonly gid: number };
+  /**
+   * The range `user` was drawn from (`config.userRange`); absent for a fixed `config.user`.
+   * Its presence puts the `dev.agentcell.uid`/`gid` labels on every resource.
+   */
+  readonly userRange?: { readonly first: number; readonly count: number };
   /** The keeper's user (its containers' `User`). */
   readonly keeperUser: { readonly uid: number; readonly gid: number };
   /** Every resource name of the reservation. */
@@ -136,6 +141,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u),
     proxyImageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u).optional(),
     user: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
+    userRange: z.strictObject({ first: z.number().int().positive(), count: z.number().int().positive() }).optional(),
     keeperUser: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
     // `proxy` and `egress` are optional: records written before the allowlist lack them.
     names: z.strictObject({

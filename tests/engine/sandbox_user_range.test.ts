@@ -120,7 +120,7 @@ engineTest("DockerSandbox userRange: inotify and mqueue exhaustion in one sandbo
       }
       assert.deepEqual(await starve(sandboxes), { inotify: 4, mqueue: 4 }, "the second sandbox still opens its own instances and queues");
     });
-  }, nodeImage, undefined, undefined, { userRange: range, keeperUser: { uid: 65533, gid: 65533 } });
+  }, nodeImage, undefined, undefined, undefined, { userRange: range, keeperUser: { uid: 65533, gid: 65533 } });
 }, { timeout: 240_000 });
 
 engineTest("DockerSandbox fixed user (control): inotify and mqueue exhaustion in one sandbox starves another of the same uid", async (engine) => {
@@ -129,7 +129,7 @@ engineTest("DockerSandbox fixed user (control): inotify and mqueue exhaustion in
     await withTwo(engine, backend, async (sandboxes) => {
       assert.deepEqual(await starve(sandboxes), { inotify: 0, mqueue: 0 }, "the shared uid has no instance or queue bytes left");
     });
-  }, nodeImage, undefined, undefined, { user: { uid, gid: uid } });
+  }, nodeImage, undefined, undefined, undefined, { user: { uid, gid: uid } });
 }, { timeout: 240_000 });
 
 engineTest("DockerSandbox userRange: another backend drawing a uid a live keeper holds is refused at start and leaves nothing", async (engine) => {
@@ -147,11 +147,11 @@ engineTest("DockerSandbox userRange: another backend drawing a uid a live keeper
         await assertNamesAbsent(engine, reservation.names);
         // The refused start released its uid: the next reservation of that backend draws it again.
         assert.equal(other.reserve({ policy: testPolicy }, recordingPort()).user.uid, range.first);
-      }, undefined, undefined, undefined, { userRange: range });
+      }, undefined, undefined, undefined, undefined, { userRange: range });
       assert.equal(sandbox.state, "running");
     } finally {
       await sandbox.destroy();
       await assertGone(engine, sandbox);
     }
-  }, undefined, undefined, undefined, { userRange: range });
+  }, undefined, undefined, undefined, undefined, { userRange: range });
 });

@@ -41,7 +41,7 @@ engineTest("gVisor sandbox runs under runsc: records every resource first, reads
       await sandbox.destroy();
       await assertGone(engine, sandbox);
     }
-  }, undefined, undefined, undefined, config);
+  }, undefined, undefined, undefined, undefined, config);
 });
 
 engineTest("gVisor sandbox hardening holds inside the guest; the agent cannot signal its keeper", async (engine) => {

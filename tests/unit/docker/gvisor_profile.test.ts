@@ -55,7 +55,7 @@ test("keeperCreateBody requests the profile's runtime", () => {
   assert.equal(body.HostConfig.Runtime, "runsc");
 });
 
-test("reserve() under linux-x64-gvisor rejects a PID limit below the profile's minimum of 256, and outbound networking", () => {
+test("reserve() under linux-x64-gvisor rejects a PID limit below the profile's minimum of 256, and outbound or allowlist networking", () => {
   const backend = createDockerSandboxBackend({
     profile: "linux-x64-gvisor",
     endpoint: "unix:///var/run/docker.sock",
@@ -79,6 +79,10 @@ test("reserve() under linux-x64-gvisor rejects a PID limit below the profile's m
     (error) =>
       error instanceof SandboxUnsupportedError && error.code === "unsupported" &&
       error.message ===
-        'Cannot reserve sandbox: policy.network "outbound" is not available under profile linux-x64-gvisor (runsc runs with --network=none, so the guest has only loopback): use network "isolated", or a runc profile for outbound access',
+        'Cannot reserve sandbox: policy.network "outbound" is not available under profile linux-x64-gvisor (runsc runs with --network=none, so the guest has only loopback): use network "isolated", or a runc profile for network access',
+  );
+  assert.throws(
+    () => backend.reserve({ policy: { resources: { cpus: 1, memoryBytes: 256 << 20, pids: 256 }, network: { kind: "allowlist", hosts: ["example.com"] } } }, port),
+    (error) => error instanceof SandboxUnsupportedError && error.message.startsWith("Cannot reserve sandbox: policy.network an allowlist is not available under profile linux-x64-gvisor"),
   );
 });

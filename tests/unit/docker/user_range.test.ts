@@ -85,11 +85,15 @@ test("UserRangeAllocator draws every free uid, never a held one, and draws a rel
   assert.deepEqual(allocator.draw(), { uid: 12, gid: 12 });
 });
 
-test("resourceLabels carry the record's uid and gid", () => {
-  const record = plannedRecord(identity(createDockerSandboxBackend(ranged).settings, { uid: 100_001, gid: 100_001 }), ["volume", "keeper"]);
+test("resourceLabels carry the uid and gid of an identity drawn from a range, and none for a fixed user", () => {
+  const settings = createDockerSandboxBackend(ranged).settings;
+  const record = plannedRecord({ ...identity(settings, { uid: 100_001, gid: 100_001 }), userRange: settings.userRange }, ["volume", "keeper"]);
   const labels = resourceLabels(record, "keeper");
   assert.equal(labels[LABELS.uid], "100001");
   assert.equal(labels[LABELS.gid], "100001");
+  const fixed = createDockerSandboxBackend({ ...base, user: { uid: 65534, gid: 65534 } }).settings;
+  const fixedLabels = resourceLabels(plannedRecord(identity(fixed, { uid: 65534, gid: 65534 }), ["volume", "keeper"]), "keeper");
+  assert.equal(LABELS.uid in fixedLabels || LABELS.gid in fixedLabels, false, "the label set of earlier builds");
 });
 
 function identity(settings: ReturnType<typeof createDockerSandboxBackend>["settings"], user: { uid: number; gid: number }) {
@@ -113,9 +117,9 @@ function identity(settings: ReturnType<typeof createDockerSandboxBackend>["setti
 
 test("checkRecoveryRecord with userRange accepts a record's uid inside the range and refuses one outside it or a fixed-user backend's", () => {
   const settings = createDockerSandboxBackend(ranged).settings;
-  const inside = plannedRecord(identity(settings, { uid: 100_002, gid: 100_002 }), ["volume", "keeper"]);
+  const inside = plannedRecord({ ...identity(settings, { uid: 100_002, gid: 100_002 }), userRange: settings.userRange }, ["volume", "keeper"]);
   assert.equal(checkRecoveryRecord(JSON.parse(JSON.stringify(inside)), settings).identity.user.uid, 100_002);
-  const outside = plannedRecord(identity(settings, { uid: 100_003, gid: 100_003 }), ["volume", "keeper"]);
+  const outside = plannedRecord({ ...identity(settings, { uid: 100_003, gid: 100_003 }), userRange: settings.userRange }, ["volume", "keeper"]);
   assert.throws(
     () => checkRecoveryRecord(JSON.parse(JSON.stringify(outside)), settings),
     (error) =>
