@@ -16,6 +16,12 @@
 # needs glibc 2.38), so Debian 12's runc is used; dockerd needs iptables for bridge
 # networks. If sid's engine does not start, Debian 13's docker.io + containerd are used.
 #
+# gVisor: Debian 12's `runsc` package (apt-get install, system-wide: /usr/bin/runsc) is
+# registered as the runtime `runsc` in the engine's daemon config ($HOME_DIR/daemon.json),
+# with the runtime argument `--network=none`: runsc 2022-12 refuses to start a container
+# otherwise ("cannot run with network enabled in root network namespace"). The gVisor lane
+# of scripts/test.sh runs the `linux-x64-gvisor` profile against it.
+#
 # Environment (all optional):
 #   AGENTCELL_ENGINE_HOME   prefix for packages, unpacked files, data root and log
 #                           (default /var/lib/agentcell-test-engine)
@@ -95,13 +101,19 @@ install_engine() {
 
 install_host_tools() {
   # dockerd programs NAT/forwarding rules for bridge networks with iptables; curl and jq
-  # talk to the engine from these scripts.
+  # talk to the engine from these scripts; runsc (gVisor) is the second runtime.
   local missing=() tool
-  for tool in iptables curl jq; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+  for tool in iptables curl jq runsc; do command -v "$tool" >/dev/null || missing+=("$tool"); done
   [ ${#missing[@]} -eq 0 ] && return 0
   say "installing Debian's ${missing[*]}"
   apt-get -q update >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get -q install -y --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The daemon config: the gVisor runtime (see the header). Rewritten on every start.
+write_daemon_config() {
+  local runsc; runsc=$(command -v runsc) || die "cannot register gVisor: runsc is missing (apt-get install -y runsc)"
+  printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}}\n' "$runsc" >"$HOME_DIR/daemon.json"
 }
 
 ping_engine() { curl -fsS --max-time 2 --unix-socket "$SOCK" http://docker/_ping >/dev/null 2>&1; }
@@ -116,6 +128,7 @@ start_engine() {
   if running_pid >/dev/null && ping_engine; then say "reusing the running private engine"; return 0; fi
   mkdir -p "$RUN_DIR" "$HOME_DIR/data-$SUITE"
   rm -f "$SOCK" "$PIDFILE"
+  write_daemon_config
   say "starting dockerd ($SUITE) on $SOCK, log $LOG"
   # Detached from the caller's terminal and pipes: a daemon holding CI's stdout open
   # would keep the run from finishing.
@@ -124,6 +137,7 @@ start_engine() {
     --data-root "$HOME_DIR/data-$SUITE" \
     --exec-root "$RUN_DIR/exec" \
     --pidfile "$PIDFILE" \
+    --config-file "$HOME_DIR/daemon.json" \
     --bridge none \
     --exec-opt native.cgroupdriver=cgroupfs \
     --storage-driver overlay2 \

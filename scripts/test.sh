@@ -18,10 +18,15 @@
 #    bridge subnets: AGENTCELL_ENGINE_BESIDE in scripts/test-engine.sh), makes the guest
 #    images on it, runs tests/compat (API negotiation, the core lifecycle, datasets refused
 #    with the API-floor error, an outbound sandbox on each engine at once) and stops it.
+# 6. The gVisor lane (Node only): tests/gvisor (lifecycle, hardening from inside, limits and
+#    files under profile linux-x64-gvisor) against the test engine, which registers runsc
+#    (scripts/test-engine.sh), or against AGENTCELL_GVISOR_ENGINE when set (its guest images
+#    are made there). An engine without runsc fails the lane with the admission error.
 #
 # Environment: AGENTCELL_TEST_ENGINE (see above); AGENTCELL_COMPAT_ENGINE (an API 1.45
-# engine to use as is instead of starting one); AGENTCELL_TEST_RUNTIMES (default
-# "deno bun node"); AGENTCELL_TEST_LANES (default "unit engine compat").
+# engine to use as is instead of starting one); AGENTCELL_GVISOR_ENGINE (an engine with runsc
+# for the gVisor lane); AGENTCELL_TEST_RUNTIMES (default "deno bun node");
+# AGENTCELL_TEST_LANES (default "unit engine compat gvisor").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOP=$PWD
@@ -30,7 +35,7 @@ bash scripts/toolchain.sh || exit 1
 export PATH="$TOP/node_modules/.bin:$PATH"
 
 RUNTIMES=${AGENTCELL_TEST_RUNTIMES:-deno bun node}
-LANES=${AGENTCELL_TEST_LANES:-unit engine compat}
+LANES=${AGENTCELL_TEST_LANES:-unit engine compat gvisor}
 OUT=$(mktemp -d)
 failed_steps=()
 started_engine=""
@@ -66,7 +71,7 @@ step "deno publish --dry-run" deno publish --dry-run --allow-dirty --quiet
 step "deno test --doc" deno test --doc --quiet --no-prompt --reporter=dot mod.ts lib/
 
 case " $LANES " in
-  *" engine "* | *" compat "*)
+  *" engine "* | *" compat "* | *" gvisor "*)
     if [ -z "${AGENTCELL_TEST_ENGINE:-}" ]; then
       bash scripts/test-engine.sh status 2>/dev/null || started_engine=yes
       endpoint=$(bash scripts/test-engine.sh start | tail -n 1) || { echo "cannot provision the test engine"; exit 1; }
@@ -103,6 +108,23 @@ provision_compat() {
   echo "compat engine $compat ($COMPAT_VERSION)"
 }
 
+# The gVisor lane's engine and guest images (the test engine's unless AGENTCELL_GVISOR_ENGINE
+# names another); sets GVISOR_ENV.
+provision_gvisor() {
+  local gvisor=${AGENTCELL_GVISOR_ENGINE:-$AGENTCELL_TEST_ENGINE}
+  GVISOR_ENV=("AGENTCELL_TEST_ENGINE=$gvisor")
+  if [ "$gvisor" != "$AGENTCELL_TEST_ENGINE" ]; then
+    local kind images=()
+    for kind in busybox node; do
+      images+=("$(AGENTCELL_TEST_ENGINE=$gvisor bash scripts/guest-images.sh "$kind")") || { echo "cannot make the $kind image on the gVisor engine"; return 1; }
+    done
+    GVISOR_ENV+=("AGENTCELL_TEST_BUSYBOX_IMAGE=${images[0]}" "AGENTCELL_TEST_NODE_IMAGE=${images[1]}")
+  fi
+  local runsc
+  runsc=$(curl -fsS --max-time 5 --unix-socket "${gvisor#unix://}" http://docker/info | jq -r '.Runtimes.runsc.path // "none"')
+  echo "gVisor engine $gvisor (runsc: $runsc)"
+}
+
 run_lane() { # runtime lane
   local rt=$1 lane=$2 junit="$OUT/$1-$2.xml"
   local files; files=$(find "tests/$lane" -name '*.test.ts' | sort)
@@ -128,6 +150,14 @@ for rt in $RUNTIMES; do
         continue
       fi
       LANE_ENV=("${COMPAT_ENV[@]}") label=" ($COMPAT_VERSION)"
+    elif [ "$lane" = gvisor ]; then
+      [ "$rt" = node ] || continue # one runtime is enough for the runtime's own lane
+      printf '\n== %s: tests/%s\n' "$rt" "$lane"
+      if ! provision_gvisor; then
+        total_failed=$((total_failed + 1)); summaries+=("$rt gvisor: could not provision the gVisor engine")
+        continue
+      fi
+      LANE_ENV=("${GVISOR_ENV[@]}") label=" (linux-x64-gvisor)"
     else
       printf '\n== %s: tests/%s\n' "$rt" "$lane"
     fi

@@ -47,6 +47,7 @@ import { createWorkDirectory } from "./work_directory.ts";
 import { type AcquiredEgress, acquireEgress } from "./egress/acquire_egress.ts";
 import { admitEgress } from "./egress/admission.ts";
 import { egressGuestEnv } from "./egress/guest_env.ts";
+import { foreignHolders, type GuestUser } from "./user_range.ts";
 
 /** What startup produced: the exact resources of a running sandbox. */
 export interface AcquiredSandbox {
@@ -64,6 +65,8 @@ export interface AcquiredSandbox {
   readonly log: RecoveryLog;
   /** The controller lease (`policy.controllerLoss: "stop"`), released once compute is removed. */
   readonly lease: ControllerLease | undefined;
+  /** Releases a `config.userRange` uid once compute is removed (set by the backend). */
+  releaseUser?: () => void;
 }
 
 /**
@@ -85,6 +88,8 @@ export interface AcquireContext {
   readonly policy: SandboxPolicy;
   readonly reservationId: string;
   readonly names: SandboxResourceNames;
+  /** The agent's identity: `settings.user`, or the uid drawn from `settings.userRange`. */
+  readonly user: GuestUser;
   readonly recovery: SandboxRecoveryPort;
   readonly signal?: AbortSignal;
   /** The backend's memo of `/version`; without it every start fetches it. */
@@ -102,7 +107,7 @@ export interface AcquireContext {
  * @throws {SandboxEngineError} when the Engine fails
  */
 export async function acquireSandbox(context: AcquireContext): Promise<AcquiredSandbox> {
-  const { engine, settings, policy, names, reservationId, signal } = context;
+  const { engine, settings, policy, names, reservationId, signal, user } = context;
   const startedAt = Date.now();
   const remaining = () => {
     const left = policy.deadlines.startupMs - (Date.now() - startedAt);
@@ -169,7 +174,8 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       daemonId: admission.daemonId,
       imageDigest: settings.imageDigest,
       ...(proxyImageDigest === undefined ? {} : { proxyImageDigest }),
-      user: settings.user,
+      user,
+      ...(settings.userRange === undefined ? {} : { userRange: settings.userRange }),
       keeperUser: settings.keeperUser,
       names,
       nonce: newNonce(),
@@ -231,7 +237,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
 
     const spec: WorkloadSpec = {
       imageDigest: settings.imageDigest,
-      user: settings.user,
+      user,
       keeperUser: settings.keeperUser,
       policy,
       mounts: keeperMounts(names.volume, settings.datasets),
@@ -239,6 +245,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       labels: labels("keeper"),
       appArmorProfile: admission.appArmorProfile,
       ...(egress ? { extraEnv: egressGuestEnv(egress.proxyUrl) } : {}),
+      runtime: settings.profile.runtime,
     };
     checkpoint();
     let warnings: readonly string[] = [];
@@ -256,12 +263,22 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       throw new SandboxConflictError(`Cannot start sandbox: container ${names.keeper} reads back with another name or labels`);
     }
     verifyWorkload(createdInspect, spec, false);
+    if (settings.userRange !== undefined) {
+      // Our keeper exists (labelled with its uid) before we look: of two overlapping starts
+      // with one uid, the later look always sees the earlier keeper (see user_range.ts).
+      const holders = await foreignHolders(engine, user.uid, reservationId, checkpoint());
+      if (holders.length > 0) {
+        throw new SandboxConflictError(
+          `Cannot start sandbox: uid ${user.uid} of config.userRange is already held by the keeper of reservation ${holders[0]} (another backend or controller on this daemon): reserve again to draw another uid`,
+        );
+      }
+    }
     // The first calls that mount the keeper's file systems: a dataset subpath missing from
     // its image fails here.
     const explained = (error: unknown) => {
       throw missingSubpathError(error, settings.datasets) ?? error;
     };
-    await createWorkDirectory(engine, keeperId, settings.user, checkpoint()).catch(explained);
+    await createWorkDirectory(engine, keeperId, user, checkpoint()).catch(explained);
     await startContainer(engine, keeperId, checkpoint()).catch(explained);
     verifyWorkload(await inspectContainer(engine, keeperId, checkpoint()), spec, true);
     const lease = policy.controllerLoss === "stop"

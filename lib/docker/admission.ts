@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { SandboxUnsupportedError } from "../sandbox/errors.ts";
+import { SandboxConfigurationError, SandboxUnsupportedError } from "../sandbox/errors.ts";
+import type { SandboxPolicy } from "../sandbox/policy.ts";
 import type { EngineInfo, EngineVersion } from "../engine/system.ts";
 import { DOCKER_SANDBOX_PROFILES, type DockerSandboxProfileRow } from "./profiles.ts";
 
@@ -28,6 +29,11 @@ function securityOptions(info: EngineInfo): Map<string, Map<string, string>> {
     if (name) options.set(name, fields);
   }
   return options;
+}
+
+function runtimeList(info: EngineInfo): string {
+  const names = Object.keys(info.Runtimes ?? {});
+  return names.length === 0 ? "none" : names.map((name) => JSON.stringify(name)).join(", ");
 }
 
 /**
@@ -71,14 +77,21 @@ export function unmetDaemonRequirements(profile: DockerSandboxProfileRow, versio
   const appArmor = security.has("apparmor");
   if (profile.lsm === "apparmor" && !appArmor) unmet.push("AppArmor enabled on the daemon");
   if (profile.lsm === "none" && appArmor) unmet.push("no AppArmor on the daemon (daemon has AppArmor)");
+  // runc is every Linux daemon's built-in runtime; only gVisor must be registered.
+  if (profile.runtime === "runsc" && !Object.hasOwn(info.Runtimes ?? {}, "runsc")) {
+    unmet.push(
+      `the gVisor runtime "runsc" registered with the daemon (GET /info Runtimes lists ${runtimeList(info)}): install runsc (Debian: apt-get install runsc) and add "runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}} to the daemon config, then restart dockerd`,
+    );
+  }
   return unmet;
 }
 
 /**
  * Admit a daemon for `profile` or throw one error listing every unmet requirement. When
- * another profile of the table admits this daemon, the message names it as the fix (a
- * cgroupfs or cgroup v1 daemon refused by the default `linux-x64`: "set config.profile to
- * \"linux-x64-cgroupfs\"").
+ * another profile of the table with the same OCI runtime admits this daemon, the message
+ * names it as the fix (a cgroupfs or cgroup v1 daemon refused by the default `linux-x64`:
+ * "set config.profile to \"linux-x64-cgroupfs\""); a runc profile is never offered as the
+ * fix of a gVisor one, nor the other way round.
  *
  * @throws {SandboxUnsupportedError} when any requirement is unmet; the message lists all
  */
@@ -86,7 +99,7 @@ export function admitDaemon(profile: DockerSandboxProfileRow, version: EngineVer
   const unmet = unmetDaemonRequirements(profile, version, info);
   if (unmet.length > 0) {
     const fitting = Object.values(DOCKER_SANDBOX_PROFILES).filter((row) =>
-      row.name !== profile.name && unmetDaemonRequirements(row, version, info).length === 0
+      row.name !== profile.name && row.runtime === profile.runtime && unmetDaemonRequirements(row, version, info).length === 0
     );
     const fix = fitting.length === 0
       ? ""
@@ -111,6 +124,33 @@ export function admitHost(profile: DockerSandboxProfileRow, host: { platform: st
   if (host.platform !== profile.host.platform || host.arch !== profile.host.arch) {
     throw new SandboxUnsupportedError(
       `Cannot use profile ${profile.name}: it needs a ${profile.host.platform} ${profile.host.arch} controller host, this is ${host.platform} ${host.arch}`,
+    );
+  }
+}
+
+/**
+ * Check a request's policy against what the profile needs, at `reserve()` (no I/O): under
+ * `linux-x64-gvisor` the sentry's threads count against the PID limit, so
+ * `policy.resources.pids` must be at least the profile's `minimumPids` (256), and runsc runs
+ * with `--network=none` (the guest has only loopback), so any network but `isolated` is refused.
+ *
+ * @param profile the selected profile row
+ * @param policy the normalised request policy
+ * @throws {SandboxConfigurationError} when `policy.resources.pids` is below the profile's minimum
+ * @throws {SandboxUnsupportedError} for `network: "outbound"` or an allowlist under gVisor
+ */
+export function admitPolicy(profile: DockerSandboxProfileRow, policy: SandboxPolicy): void {
+  if (profile.runtime === "runsc" && policy.network !== "isolated") {
+    const network = policy.network === "outbound" ? '"outbound"' : "an allowlist";
+    throw new SandboxUnsupportedError(
+      `Cannot reserve sandbox: policy.network ${network} is not available under profile ${profile.name} (runsc runs with --network=none, so the guest has only loopback): use network "isolated", or a runc profile for network access`,
+    );
+  }
+  if (policy.resources.pids < profile.minimumPids) {
+    throw new SandboxConfigurationError(
+      `Cannot reserve sandbox: policy.resources.pids is ${policy.resources.pids}, below the minimum of ${profile.minimumPids} for profile ${profile.name}` +
+        (profile.runtime === "runsc" ? " (gVisor's sentry threads count against the PID limit)" : "") +
+        `: set policy.resources.pids to at least ${profile.minimumPids}`,
     );
   }
 }

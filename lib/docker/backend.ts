@@ -9,12 +9,14 @@ import { assertSupportedDiskQuota, normalizePolicy, type SandboxPolicy } from ".
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
 import { DockerEngine } from "../engine/client.ts";
 import { acquireSandbox, type DaemonVersionMemo } from "./acquire.ts";
+import { admitPolicy } from "./admission.ts";
 import { type DockerSandboxBackendConfig, type DockerSandboxBackendSettings, normalizeBackendConfig } from "./config.ts";
 import { newReservationId, resourceNames, type SandboxResourceNames } from "./names.ts";
 import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSandbox } from "./recover.ts";
 import { createDockerSandboxPool, type DockerSandboxPool, type DockerSandboxPoolOptions } from "./pool.ts";
 import { DockerSandbox } from "./sandbox.ts";
 import { assertEgressConfigured } from "./egress/configuration.ts";
+import { UserRangeAllocator } from "./user_range.ts";
 
 /** A Docker sandbox backend (see {@linkcode createDockerSandboxBackend}). */
 export interface DockerSandboxBackend extends SandboxBackend {
@@ -25,9 +27,13 @@ export interface DockerSandboxBackend extends SandboxBackend {
    * ID and every resource name, and does no I/O. `recovery.record()` is called during
    * `start()` before each resource effect.
    *
-   * @throws {SandboxConfigurationError} for an invalid request (the message names the field)
-   * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`
+   * @throws {SandboxConfigurationError} for an invalid request (the message names the field),
+   *   or `policy.resources.pids` below the profile's minimum (256 for `linux-x64-gvisor`)
+   * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`, or
+   *   any `policy.network` but `"isolated"` under `linux-x64-gvisor`
    * @throws {SandboxConfigurationError} for an allowlist network without `config.proxyImageDigest`
+   * @throws {SandboxQuotaError} with `config.userRange`, when every uid of the range is held
+   *   by a live sandbox of this backend
    */
   reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation;
   /**
@@ -69,6 +75,11 @@ export interface DockerSandboxReservation extends SandboxReservation {
   /** The normalised policy. */
   readonly policy: SandboxPolicy;
   /**
+   * The agent's identity: `config.user`, or the uid (gid = uid) drawn from `config.userRange`
+   * for this reservation, held until its compute is removed or its start fails.
+   */
+  readonly user: { readonly uid: number; readonly gid: number };
+  /**
    * Acquire the sandbox: verify host, spill directory, daemon, image and dataset images
    * (datasets and an allowlist network need Engine API 1.48), then create the volume, the
    * optional network (for an allowlist also the egress bridge and the proxy container) and
@@ -79,7 +90,8 @@ export interface DockerSandboxReservation extends SandboxReservation {
    * @throws {SandboxUnsupportedError} host/daemon/image/readback not admitted (one message lists every unmet requirement)
    * @throws {SandboxConfigurationError} unusable spill directory, or a dataset `subpath`
    *   missing from its image (what was created is removed)
-   * @throws {SandboxConflictError} a resource name is already taken
+   * @throws {SandboxConflictError} a resource name is already taken, or (`config.userRange`)
+   *   the drawn uid is held by another backend's or controller's keeper on this daemon
    * @throws {SandboxAbortedError} `options.signal` aborted
    * @throws {SandboxDeadlineError} `policy.deadlines.startupMs` elapsed
    * @throws {SandboxEngineError} the Engine failed
@@ -120,6 +132,7 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
   const settings = normalizeBackendConfig(config);
   const engine = new DockerEngine(settings.endpoint);
   const daemonVersion: DaemonVersionMemo = {};
+  const users = settings.userRange === undefined ? undefined : new UserRangeAllocator(settings.userRange);
   const backend: DockerSandboxBackend = Object.freeze({
     settings,
     pool(options: DockerSandboxPoolOptions): DockerSandboxPool {
@@ -140,18 +153,31 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
       }
       const policy = normalizePolicy(request.policy);
       assertSupportedDiskQuota(policy);
+      // The profile first: under gVisor an allowlist is refused whatever the config holds.
+      admitPolicy(settings.profile, policy);
       assertEgressConfigured(policy, settings);
       const id = newReservationId();
       const names = resourceNames(settings.namespace, id);
+      // Drawn last: nothing after it can throw, so a refused request holds no uid.
+      const user = users?.draw() ?? settings.user!;
+      const releaseUser = () => users?.release(user.uid);
       let started = false;
       return Object.freeze({
         id,
         names,
         policy,
+        user,
         async start(options: SandboxStartOptions = {}): Promise<DockerSandbox> {
           if (started) throw new SandboxStateError("Cannot start sandbox: this reservation was already started");
           started = true;
-          const acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, recovery, signal: options.signal, daemonVersion });
+          let acquired;
+          try {
+            acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, user, recovery, signal: options.signal, daemonVersion });
+          } catch (error) {
+            releaseUser();
+            throw error;
+          }
+          acquired.releaseUser = releaseUser;
           return new DockerSandbox(id, engine, settings, policy, names, acquired);
         },
       });

@@ -33,8 +33,26 @@ export interface DockerSandboxBackendConfig {
   readonly spillDirectory: string;
   /** Exact local image ID: `sha256:` and 64 lowercase hex digits. Never pulled or built. */
   readonly imageDigest: string;
-  /** Non-root guest identity; `uid` and `gid` each 1 … 262,143. */
-  readonly user: { readonly uid: number; readonly gid: number };
+  /**
+   * Non-root guest identity of every sandbox (the agent's processes and files); `uid` and
+   * `gid` each 1 … 262,143. Required unless `userRange` is given (then it must be omitted).
+   */
+  readonly user?: { readonly uid: number; readonly gid: number };
+  /**
+   * Give each sandbox its own agent identity instead of `user`: `reserve()` draws a uid from
+   * `first` … `first + count - 1` that no live sandbox of this backend holds (gid = uid) and
+   * fixes it in the reservation, the recovery record (`identity.user`) and the labels
+   * `dev.agentcell.uid` / `dev.agentcell.gid` of every resource. Per-uid kernel limits
+   * (inotify instances, `RLIMIT_MSGQUEUE` bytes, `RLIMIT_NPROC`) are then not shared between
+   * sandboxes. Other controllers are excluded by the labels: after its keeper is created,
+   * `start()` lists the daemon's keepers labelled with its uid and fails with
+   * `SandboxConflictError` if another reservation holds it (reserve again to draw another).
+   * `first` 1 … 262,143, `count` ≥ 1, the whole range within 262,143 and not containing
+   * `keeperUser`'s uid or gid.
+   *
+   * @default undefined (every sandbox runs as `user`)
+   */
+  readonly userRange?: { readonly first: number; readonly count: number };
   /**
    * Read-only dataset images mounted at `/datasets/<name>` in every sandbox (at most 32; see
    * {@linkcode DockerSandboxDataset}). A non-empty list needs Engine API 1.48 or newer
@@ -49,7 +67,8 @@ export interface DockerSandboxBackendConfig {
    * capabilities) can neither signal, ptrace nor read the memory or file descriptors of its
    * keeper and guards. Each 1 … 262,143.
    *
-   * @default {{ uid: 65533, gid: 65533 }} ({ uid: 65532, gid: 65532 } when `user.uid` is 65533)
+   * @default {{ uid: 65533, gid: 65533 }} ({ uid: 65532, gid: 65532 } when `user.uid` is 65533;
+   *   with `userRange`, 65533 must lie outside the range or `keeperUser` be given)
    */
   readonly keeperUser?: { readonly uid: number; readonly gid: number };
   /**
@@ -86,8 +105,10 @@ export interface DockerSandboxBackendSettings {
   readonly spillDirectory: string;
   /** Exact image ID. */
   readonly imageDigest: string;
-  /** Guest identity. */
-  readonly user: { readonly uid: number; readonly gid: number };
+  /** Guest identity of every sandbox; `undefined` when `userRange` draws one per sandbox. */
+  readonly user: { readonly uid: number; readonly gid: number } | undefined;
+  /** The per-sandbox identity range, or `undefined` (every sandbox runs as `user`). */
+  readonly userRange: { readonly first: number; readonly count: number } | undefined;
   /** The datasets, sorted by name, frozen (empty when none). */
   readonly datasets: readonly DockerSandboxDataset[];
   /** Identity of the keeper and the guard execs (a uid other than `user.uid`). */
@@ -119,7 +140,11 @@ const configSchema = z.strictObject({
   spillDirectory: z.string().max(4096),
   imageDigest: imageId(""),
   proxyImageDigest: imageId(" with node on its PATH").optional(),
-  user: z.strictObject({ uid: guestId, gid: guestId }),
+  user: z.strictObject({ uid: guestId, gid: guestId }).optional(),
+  userRange: z.strictObject({
+    first: guestId,
+    count: z.number().int({ error: "must be an integer of at least 1" }).min(1, { error: "must be at least 1 (the number of uids to draw from)" }),
+  }).optional(),
   keeperUser: z.strictObject({ uid: guestId, gid: guestId }).optional(),
   defaultExportQuota: z.strictObject({
     bytes: z.number().int({ error: "must be an integer from 0 to 9007199254740991 bytes" })
@@ -147,6 +172,27 @@ export function canonicalPathDefect(path: string): string | undefined {
   return undefined;
 }
 
+function userRangeDefect(
+  range: { first: number; count: number },
+  keeper: { uid: number; gid: number },
+  keeperGiven: boolean,
+  action: string,
+): void {
+  const last = range.first + range.count - 1;
+  if (last > MAX_GUEST_ID) {
+    throw new SandboxConfigurationError(
+      `Cannot ${action}: config.userRange ends at uid ${last}, above ${MAX_GUEST_ID} (the ownership range the backend writes into archives): lower first or count`,
+    );
+  }
+  for (const [what, id] of [["uid", keeper.uid], ["gid", keeper.gid]] as const) {
+    if (id >= range.first && id <= last) {
+      throw new SandboxConfigurationError(
+        `Cannot ${action}: config.userRange ${range.first} … ${last} contains config.keeperUser.${what} ${id}${keeperGiven ? "" : " (the default)"}: the agent must not share an identity with its keeper; move the range or set config.keeperUser outside it`,
+      );
+    }
+  }
+}
+
 /**
  * Validate and normalise a backend configuration. Inert: no I/O.
  *
@@ -161,19 +207,28 @@ export function normalizeBackendConfig(config: DockerSandboxBackendConfig): Dock
   const defect = canonicalPathDefect(parsed.spillDirectory);
   if (defect) throw new SandboxConfigurationError(`Cannot ${action}: config.spillDirectory ${defect}`);
   const datasets = normalizeDatasets(parsed.datasets, action);
-  const keeperUser = parsed.keeperUser ?? (parsed.user.uid === 65533 ? { uid: 65532, gid: 65532 } : { uid: 65533, gid: 65533 });
-  if (keeperUser.uid === parsed.user.uid) {
+  const { user, userRange } = parsed;
+  if (user !== undefined && userRange !== undefined) {
+    throw new SandboxConfigurationError(`Cannot ${action}: config.user and config.userRange are both set: give one (user for a fixed identity, userRange for one per sandbox)`);
+  }
+  if (user === undefined && userRange === undefined) {
+    throw new SandboxConfigurationError(`Cannot ${action}: config.user is required: give the guest identity ({ uid, gid }), or config.userRange to draw one per sandbox`);
+  }
+  const keeperUser = parsed.keeperUser ?? (user?.uid === 65533 ? { uid: 65532, gid: 65532 } : { uid: 65533, gid: 65533 });
+  if (user !== undefined && keeperUser.uid === user.uid) {
     throw new SandboxConfigurationError(
-      `Cannot ${action}: config.keeperUser.uid must differ from config.user.uid (${parsed.user.uid}): the agent must not share a uid with its keeper; choose another unprivileged uid`,
+      `Cannot ${action}: config.keeperUser.uid must differ from config.user.uid (${user.uid}): the agent must not share a uid with its keeper; choose another unprivileged uid`,
     );
   }
+  if (userRange !== undefined) userRangeDefect(userRange, keeperUser, parsed.keeperUser !== undefined, action);
   return Object.freeze({
     profile: DOCKER_SANDBOX_PROFILES[parsed.profile ?? "linux-x64"],
     endpoint: parsed.endpoint,
     namespace: parsed.namespace,
     spillDirectory: parsed.spillDirectory,
     imageDigest: parsed.imageDigest,
-    user: Object.freeze({ uid: parsed.user.uid, gid: parsed.user.gid }),
+    user: user === undefined ? undefined : Object.freeze({ uid: user.uid, gid: user.gid }),
+    userRange: userRange === undefined ? undefined : Object.freeze({ first: userRange.first, count: userRange.count }),
     datasets,
     keeperUser: Object.freeze({ uid: keeperUser.uid, gid: keeperUser.gid }),
     proxyImageDigest: parsed.proxyImageDigest,

@@ -14,6 +14,8 @@ export const LABELS: {
   readonly revision: string;
   readonly record: string;
   readonly configuration: string;
+  readonly uid: string;
+  readonly gid: string;
 } = Object.freeze({
   /** Always `"agentcell"`: marks a resource of this library. */
   owner: "dev.agentcell.owner",
@@ -33,6 +35,10 @@ export const LABELS: {
   record: "dev.agentcell.record",
   /** The record's `configurationDigest` (profile, user, image, datasets). */
   configuration: "dev.agentcell.configuration",
+  /** The agent's uid (`identity.user.uid`), on the resources of a `config.userRange` sandbox only. */
+  uid: "dev.agentcell.uid",
+  /** The agent's gid (`identity.user.gid`), likewise. */
+  gid: "dev.agentcell.gid",
 });
 
 /** Roles of the resources of one sandbox. */
@@ -78,13 +84,24 @@ export function resourceNames(namespace: string, reservationId: string): Sandbox
 }
 
 /**
- * The exact label set of one resource of a record.
+ * The exact label set of one resource of a record (with `dev.agentcell.uid`/`gid` when the
+ * identity was drawn from a `userRange`).
  *
  * @param record the record's identity and its digest
  * @param role the resource's role
  */
 export function resourceLabels(
-  record: { readonly identity: { readonly namespace: string; readonly reservationId: string; readonly revision: string; readonly configurationDigest: string }; readonly identityDigest: string },
+  record: {
+    readonly identity: {
+      readonly namespace: string;
+      readonly reservationId: string;
+      readonly revision: string;
+      readonly configurationDigest: string;
+      readonly user: { readonly uid: number; readonly gid: number };
+      readonly userRange?: unknown;
+    };
+    readonly identityDigest: string;
+  },
   role: SandboxResourceRole,
 ): Readonly<Record<string, string>> {
   const { identity } = record;
@@ -96,6 +113,9 @@ export function resourceLabels(
     [LABELS.revision]: identity.revision,
     [LABELS.record]: record.identityDigest,
     [LABELS.configuration]: identity.configurationDigest,
+    // Only identities drawn from a range are labelled: fixed-user resources keep the label
+    // set of earlier builds, so their records still recover.
+    ...(identity.userRange === undefined ? {} : { [LABELS.uid]: String(identity.user.uid), [LABELS.gid]: String(identity.user.gid) }),
   });
 }
 

@@ -96,6 +96,15 @@ function conflict(reason: string): SandboxConflictError {
   return new SandboxConflictError(`Cannot ${ACTION}: ${reason}; nothing was touched, keep the record`);
 }
 
+// What this backend expects as the record's user: `config.user`, or (userRange) the
+// record's own uid when it lies in the range with gid = uid.
+function userOf(recorded: { uid: number; gid: number }, settings: DockerSandboxBackendSettings): string {
+  const range = settings.userRange;
+  if (range === undefined) return `${settings.user!.uid}:${settings.user!.gid}`;
+  const inRange = recorded.uid >= range.first && recorded.uid < range.first + range.count && recorded.gid === recorded.uid;
+  return inRange ? `${recorded.uid}:${recorded.gid}` : `a uid:gid pair with gid = uid in ${range.first} … ${range.first + range.count - 1}`;
+}
+
 /**
  * Parse and check a record against this backend without touching the Engine.
  *
@@ -133,7 +142,8 @@ export function checkRecoveryRecord(input: unknown, settings: DockerSandboxBacke
     ["endpoint", identity.endpoint, settings.endpoint],
     ["namespace", identity.namespace, settings.namespace],
     ["image", identity.imageDigest, settings.imageDigest],
-    ["user", `${identity.user.uid}:${identity.user.gid}`, `${settings.user.uid}:${settings.user.gid}`],
+    ["user", `${identity.user.uid}:${identity.user.gid}`, userOf(identity.user, settings)],
+    ["userRange", JSON.stringify(identity.userRange ?? null), JSON.stringify(settings.userRange ?? null)],
     ["keeperUser", `${identity.keeperUser.uid}:${identity.keeperUser.gid}`, `${settings.keeperUser.uid}:${settings.keeperUser.gid}`],
     ["configuration", identity.configurationDigest, configurationDigest(settings)],
   ];

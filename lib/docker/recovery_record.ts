@@ -76,8 +76,13 @@ export interface RecoveryIdentity {
    * Records written before the allowlist existed lack it and every `proxy`/`egress` entry.
    */
   readonly proxyImageDigest?: string;
-  /** The guest user. */
+  /** The guest user: `config.user`, or the uid drawn from `config.userRange` at `reserve()`. */
   readonly user: { readonly uid: number; readonly gid: number };
+  /**
+   * The range `user` was drawn from (`config.userRange`); absent for a fixed `config.user`.
+   * Its presence puts the `dev.agentcell.uid`/`gid` labels on every resource.
+   */
+  readonly userRange?: { readonly first: number; readonly count: number };
   /** The keeper's user (its containers' `User`). */
   readonly keeperUser: { readonly uid: number; readonly gid: number };
   /** Every resource name of the reservation. */
@@ -136,6 +141,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u),
     proxyImageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u).optional(),
     user: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
+    userRange: z.strictObject({ first: z.number().int().positive(), count: z.number().int().positive() }).optional(),
     keeperUser: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
     // `proxy` and `egress` are optional: records written before the allowlist lack them.
     names: z.strictObject({
@@ -198,7 +204,8 @@ export function digestOf(value: unknown): string {
 }
 
 /**
- * The configuration a record is bound to: the normalized profile, user, image and the
+ * The configuration a record is bound to: the normalized profile, user (or user range),
+ * keeper user, image and the
  * dataset list as normalized (sorted by name; each `name`, `imageDigest` and `subpath` when
  * given). A backend with another dataset list conflicts with the record before any Engine
  * access.
@@ -207,6 +214,7 @@ export function configurationDigest(settings: DockerSandboxBackendSettings): str
   return digestOf({
     profile: settings.profile,
     user: settings.user,
+    userRange: settings.userRange,
     keeperUser: settings.keeperUser,
     imageDigest: settings.imageDigest,
     datasets: settings.datasets,

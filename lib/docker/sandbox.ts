@@ -137,7 +137,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     this.#host = {
       engine,
       keeperId: acquired.keeperId,
-      user: settings.user,
+      user: acquired.spec.user,
       keeperUser: settings.keeperUser,
       policy,
       stopping: this.#stopping.signal,
@@ -419,7 +419,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       return await importTreeInto({
         engine: this.#engine,
         keeperId: this.#acquired.keeperId,
-        user: this.#settings.user,
+        user: this.#acquired.spec.user,
         stopping: this.#stopping.signal,
       }, source, options);
     } finally {
@@ -592,6 +592,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     await this.#removeProxy();
     this.#keeperRemoved = true;
     this.#acquired.lease?.release();
+    // No process of this sandbox runs as its uid any more: a userRange uid may be drawn again.
+    this.#acquired.releaseUser?.();
     this.#computeRemoved.resolve();
   }
 

@@ -57,6 +57,8 @@ export interface WorkloadSpec {
   readonly appArmorProfile: string;
   /** `NAME=value` entries after the fixed ones (an allowlist's proxy variables, `egress/guest_env.ts`). */
   readonly extraEnv?: readonly string[];
+  /** OCI runtime (`HostConfig.Runtime`): the profile's `runc` or `runsc` (gVisor). */
+  readonly runtime: "runc" | "runsc";
 }
 
 function envEntries(spec: WorkloadSpec): string[] {
@@ -144,6 +146,7 @@ export function keeperCreateBody(spec: WorkloadSpec): Record<string, unknown> {
       RestartPolicy: { Name: "no" },
       AutoRemove: false,
       LogConfig: { Type: "none", Config: {} },
+      Runtime: spec.runtime,
     },
   };
 }
@@ -186,6 +189,7 @@ export function workloadMismatches(inspect: ContainerInspect, spec: WorkloadSpec
   check(host.NanoCpus === nanoCpus(policy.resources.cpus), `NanoCpus is ${host.NanoCpus}`);
   check(host.PidsLimit === policy.resources.pids, `PidsLimit is ${host.PidsLimit}`);
   check(host.NetworkMode === (spec.networkName ?? "none"), `network mode is '${host.NetworkMode}'`);
+  check(host.Runtime === spec.runtime, `runtime is '${host.Runtime ?? ""}'`);
   const tmpfs = host.Tmpfs ?? {};
   const expectedTmpfs = tmpfsMounts(policy, spec.user);
   check(

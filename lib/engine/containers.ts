@@ -1,6 +1,6 @@
 /**
  * Engine container endpoints (Docker Engine API v1.44–v1.52, "Container" group):
- * create, inspect, start, wait, remove. Paths use exact IDs; callers never pass names except to
+ * create, inspect, list (by label), start, wait, remove. Paths use exact IDs; callers never pass names except to
  * `create`.
  *
  * @module
@@ -123,6 +123,39 @@ export async function inspectContainer(engine: DockerEngine, id: string, options
   const reply = await engine.request("GET", `/containers/${encodeURIComponent(id)}/json`, {
     action: "inspect container",
     schema: containerInspectSchema,
+    ...options,
+  });
+  return reply.value;
+}
+
+/** One entry of `GET /containers/json` (the fields this project reads). */
+export interface ContainerSummary {
+  /** Container ID. */
+  readonly Id: string;
+  /** The container's labels. */
+  readonly Labels: Readonly<Record<string, string>> | null;
+}
+
+/** Most entries one `GET /containers/json` reply may carry (the body is bounded too). */
+const MAX_LISTED_CONTAINERS = 4096;
+
+/**
+ * `GET /containers/json?all=true&filters={"label":[…]}`: every container (any state) that
+ * carries all the given `key=value` labels. Used only to check that an identity is free,
+ * never to choose what to remove.
+ *
+ * @param filters `label`: exact `key=value` pairs, all required
+ * @throws {DockerEngineError} by status, or `invalid_body` past 4,096 entries
+ */
+export async function listContainers(
+  engine: DockerEngine,
+  filters: { readonly label: readonly string[] },
+  options: EngineCallOptions = {},
+): Promise<ContainerSummary[]> {
+  const reply = await engine.request("GET", "/containers/json", {
+    action: "list containers",
+    query: { all: true, filters: JSON.stringify({ label: filters.label }) },
+    schema: z.array(z.looseObject({ Id: z.string().regex(/^[0-9a-f]{64}$/u), Labels: stringMap.nullable() })).max(MAX_LISTED_CONTAINERS),
     ...options,
   });
   return reply.value;

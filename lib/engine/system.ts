@@ -61,6 +61,13 @@ export interface EngineInfo {
   readonly DockerRootDir?: string;
   /** Daemon warnings. */
   readonly Warnings?: readonly string[] | null;
+  /**
+   * OCI runtimes registered with the daemon, by name (`runc`, and e.g. `runsc` from the
+   * daemon config's `runtimes`), each with its `path` and `runtimeArgs` (API v1.25+).
+   */
+  readonly Runtimes?: Readonly<Record<string, { readonly path?: string; readonly runtimeArgs?: readonly string[] | null }>> | null;
+  /** Runtime of containers that name none (`runc` unless configured otherwise). */
+  readonly DefaultRuntime?: string;
 }
 
 /** Schema of the `GET /version` reply. */
@@ -93,4 +100,9 @@ export const engineInfoSchema: z.ZodType<EngineInfo> = z.looseObject({
   SecurityOptions: z.array(z.string().max(1024)).max(64).nullable(),
   DockerRootDir: z.string().max(4096).optional(),
   Warnings: z.array(z.string()).nullable().optional(),
+  Runtimes: z.record(
+    z.string().max(256),
+    z.looseObject({ path: z.string().max(4096).optional(), runtimeArgs: z.array(z.string().max(4096)).max(256).nullable().optional() }),
+  ).nullable().optional(),
+  DefaultRuntime: z.string().max(256).optional(),
 });

@@ -30,7 +30,7 @@ export function recordingPort(): { records: SandboxRecoveryRecord[]; record(reco
  * Run `fn` with a backend and a fresh spill directory, removed afterwards; `via` is the
  * endpoint the backend talks to (the lane's engine, or a fault proxy in front of it),
  * `datasets` its `config.datasets`, `proxyImageDigest` its `config.proxyImageDigest`, and
- * `overrides` any other fields of its config.
+ * `overrides` any other fields of its config (a `userRange` replaces the default `user`).
  */
 export async function withBackend(
   fn: (backend: DockerSandboxBackend, spillDirectory: string) => Promise<void>,
@@ -48,7 +48,7 @@ export async function withBackend(
       namespace: "test",
       spillDirectory,
       imageDigest: image,
-      user: { uid: 65534, gid: 65534 },
+      ...(overrides.userRange ? {} : { user: { uid: 65534, gid: 65534 } }),
       datasets,
       proxyImageDigest,
       ...overrides,

@@ -68,7 +68,7 @@ test("createDockerSandboxBackend says a uid or gid of 0 must be non-root, and li
     (error) =>
       error instanceof SandboxConfigurationError &&
       error.message ===
-        'Cannot create Docker sandbox backend: config.profile must be one of "linux-x64", "linux-x64-cgroupfs", "desktop-apple-virtualization-native-arm64", "desktop-apple-virtualization-rosetta-amd64" (see the README\'s Profiles)',
+        'Cannot create Docker sandbox backend: config.profile must be one of "linux-x64", "linux-x64-cgroupfs", "linux-x64-gvisor", "desktop-apple-virtualization-native-arm64", "desktop-apple-virtualization-rosetta-amd64" (see the README\'s Profiles)',
   );
   assert.throws(
     () => createDockerSandboxBackend({ ...valid, imageDigest: "busybox:latest" }),

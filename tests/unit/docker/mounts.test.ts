@@ -120,6 +120,7 @@ function recordedSpec(original: ContainerInspect, policy: SandboxPolicyInput): W
     networkName: undefined,
     labels: original.Config.Labels ?? {},
     appArmorProfile: "",
+    runtime: "runc",
   };
 }
 

@@ -15,6 +15,7 @@ const spec: WorkloadSpec = {
   networkName: "agentcell-test-x-network",
   labels: { "dev.agentcell.role": "keeper" },
   appArmorProfile: "",
+  runtime: "runc",
 };
 
 test("accessorCreateBody keeps the keeper's hardening, mounts only the volume read-only (no dataset) and uses no network", () => {
