@@ -100,6 +100,44 @@ export function nanoCpus(cpus: number): number {
 }
 
 /**
+ * The `HostConfig` fields every container of a sandbox shares (the keeper, the export
+ * accessor and the egress proxy): read-only root, no capabilities, `no-new-privileges`,
+ * private IPC and cgroup namespaces, the daemon's own user namespace, exact memory with no
+ * swap (`MemorySwap` = `Memory`, bytes), `NanoCpus` (CPU count × 10⁹), `PidsLimit`, no binds,
+ * devices, published ports, init, restart or logs. Callers add their mounts, `Tmpfs` and
+ * `Runtime`. Field names: Engine API v1.44 `ContainerCreate` `HostConfig`.
+ */
+export function lockedDownHostConfig(
+  limits: { memoryBytes: number; cpus: number; pids: number },
+  networkMode: string,
+): Record<string, unknown> {
+  return {
+    ReadonlyRootfs: true,
+    CapDrop: ["ALL"],
+    CapAdd: [],
+    SecurityOpt: ["no-new-privileges"],
+    PidMode: "",
+    IpcMode: "private",
+    CgroupnsMode: "private",
+    UsernsMode: "",
+    Privileged: false,
+    Memory: limits.memoryBytes,
+    MemorySwap: limits.memoryBytes,
+    NanoCpus: nanoCpus(limits.cpus),
+    PidsLimit: limits.pids,
+    NetworkMode: networkMode,
+    Binds: [],
+    Devices: [],
+    PortBindings: {},
+    PublishAllPorts: false,
+    Init: false,
+    RestartPolicy: { Name: "no" },
+    AutoRemove: false,
+    LogConfig: { Type: "none", Config: {} },
+  };
+}
+
+/**
  * The `POST /containers/create` body of the keeper (Engine API v1.44+; v1.48+ when the
  * mounts include datasets) or, with the accessor's spec, of the export accessor.
  */
@@ -120,32 +158,11 @@ export function keeperCreateBody(spec: WorkloadSpec): Record<string, unknown> {
     AttachStderr: false,
     ExposedPorts: {},
     HostConfig: {
-      ReadonlyRootfs: true,
-      CapDrop: ["ALL"],
-      CapAdd: [],
-      SecurityOpt: ["no-new-privileges"],
-      PidMode: "",
-      IpcMode: "private",
-      CgroupnsMode: "private",
-      UsernsMode: "",
-      Privileged: false,
-      Memory: policy.resources.memoryBytes,
-      MemorySwap: policy.resources.memoryBytes,
-      NanoCpus: nanoCpus(policy.resources.cpus),
-      PidsLimit: policy.resources.pids,
-      NetworkMode: spec.networkName ?? "none",
+      ...lockedDownHostConfig(policy.resources, spec.networkName ?? "none"),
       Tmpfs: tmpfsMounts(policy, user),
       ShmSize: policy.tmpfs.shmBytes,
       Ulimits: ulimitsOf(policy),
       Mounts: spec.mounts.map((mount) => ({ ...mount })),
-      Binds: [],
-      Devices: [],
-      PortBindings: {},
-      PublishAllPorts: false,
-      Init: false,
-      RestartPolicy: { Name: "no" },
-      AutoRemove: false,
-      LogConfig: { Type: "none", Config: {} },
       Runtime: spec.runtime,
     },
   };

@@ -19,6 +19,7 @@ import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
 import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
 import type { ContainerInspect } from "../../engine/containers.ts";
 import type { EgressProxyConfig } from "./proxy_program.ts";
+import { lockedDownHostConfig } from "../workload.ts";
 
 /** TCP port the proxy listens on inside its container. */
 export const PROXY_PORT = 3128;
@@ -95,30 +96,9 @@ export function proxyCreateBody(spec: ProxySpec): Record<string, unknown> {
     AttachStderr: true,
     ExposedPorts: {},
     HostConfig: {
-      ReadonlyRootfs: true,
-      CapDrop: ["ALL"],
-      CapAdd: [],
-      SecurityOpt: ["no-new-privileges"],
-      PidMode: "",
-      IpcMode: "private",
-      CgroupnsMode: "private",
-      UsernsMode: "",
-      Privileged: false,
-      Memory: PROXY_LIMITS.memoryBytes,
-      MemorySwap: PROXY_LIMITS.memoryBytes,
-      NanoCpus: Math.round(PROXY_LIMITS.cpus * 1e9),
-      PidsLimit: PROXY_LIMITS.pids,
-      NetworkMode: spec.internalNetwork,
+      ...lockedDownHostConfig(PROXY_LIMITS, spec.internalNetwork),
       Tmpfs: {},
       Mounts: [],
-      Binds: [],
-      Devices: [],
-      PortBindings: {},
-      PublishAllPorts: false,
-      Init: false,
-      RestartPolicy: { Name: "no" },
-      AutoRemove: false,
-      LogConfig: { Type: "none", Config: {} },
     },
     NetworkingConfig: { EndpointsConfig: { [spec.internalNetwork]: {}, [spec.egressNetwork]: {} } },
   };
