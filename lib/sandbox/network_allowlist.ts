@@ -28,6 +28,14 @@ export const MAX_RESOLVE_ADDRESSES = 16;
 export const MAX_EGRESS_CONNECTIONS = 1024;
 
 /**
+ * Most bytes of JSON that an allowlist's `hosts`, `addresses` and `resolve` may take
+ * together: 96 KiB. The proxy container receives its configuration as one environment
+ * string, and Linux bounds one such string at 128 KiB (`MAX_ARG_STRLEN`, 32 pages); the rest
+ * is left for the host addresses and the bounds.
+ */
+export const MAX_ALLOWLIST_CONFIG_BYTES = 98_304;
+
+/**
  * Outbound access only to listed hosts, through an egress proxy.
  *
  * The guest's own network has no route anywhere; the proxy (reachable through the
@@ -180,6 +188,14 @@ export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> =
   maxConnections: integer(1, MAX_EGRESS_CONNECTIONS, "connections").optional(),
   idleTimeoutMs: integer(1_000, 86_400_000, "milliseconds").optional(),
   maxBytesPerConnection: integer(0, Number.MAX_SAFE_INTEGER, "bytes").optional(),
+}).superRefine((allowlist, context) => {
+  const bytes = new TextEncoder().encode(JSON.stringify([allowlist.hosts, allowlist.addresses, allowlist.resolve])).length;
+  if (bytes > MAX_ALLOWLIST_CONFIG_BYTES) {
+    context.addIssue({
+      code: "custom",
+      message: `takes ${bytes} bytes of JSON (hosts, addresses and resolve together), more than ${MAX_ALLOWLIST_CONFIG_BYTES}: the proxy receives it as one environment string, which Linux bounds at 128 KiB; list fewer or shorter entries (use wildcards and CIDR ranges)`,
+    });
+  }
 });
 
 const NAMED_NETWORKS = z.enum(["isolated", "outbound"]);

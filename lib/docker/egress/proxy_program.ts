@@ -187,7 +187,9 @@ export async function decide(
   }
   if (!hostAllowed(host, port, config.hosts)) return { denied: `${host}:${port} is not on the allowlist` };
   let addresses: readonly string[];
-  const fixed = config.resolve[host.toLowerCase().replace(/\.$/u, "")];
+  const key = host.toLowerCase().replace(/\.$/u, "");
+  // Own keys only: a listed name such as `constructor` must not find `Object.prototype`'s.
+  const fixed = Object.hasOwn(config.resolve, key) ? config.resolve[key] : undefined;
   if (fixed) addresses = fixed;
   else {
     try {
@@ -203,6 +205,28 @@ export async function decide(
     if (defect) return { denied: `${host} resolves to ${defect}` };
   }
   return { address: addresses[0] };
+}
+
+/** Longest host name decided on or reported: a DNS name has at most 253 characters (RFC 1035 §2.3.4). */
+const MAX_HOST_LENGTH = 253;
+/** How long a refused CONNECT socket may linger after its answer before it is destroyed. */
+const REFUSED_LINGER_MS = 2_000;
+
+/**
+ * Answer a CONNECT that is not tunnelled and close the socket for good: the guest's further
+ * bytes are read and dropped, and the socket is destroyed once it closes or after
+ * {@linkcode REFUSED_LINGER_MS}, so a guest that keeps its side open holds no connection slot.
+ */
+function refuse(socket: Socket, answer: string): void {
+  socket.end(answer);
+  socket.resume();
+  const timer = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
+  socket.once("close", () => clearTimeout(timer));
+}
+
+/** A host name cut to {@linkcode MAX_HOST_LENGTH} characters for an event. */
+function shown(host: string): string {
+  return host.length > MAX_HOST_LENGTH ? `${host.slice(0, MAX_HOST_LENGTH)}…` : host;
 }
 
 /** A running proxy. */
@@ -287,6 +311,11 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
     }
     const host = target.hostname.replace(/^\[|\]$/gu, "");
     const port = Number(target.port || 80);
+    if (host.length > MAX_HOST_LENGTH) {
+      deny(shown(host), port, `host name longer than ${MAX_HOST_LENGTH} characters`);
+      response.writeHead(400, { "content-type": "text/plain" }).end(`egress proxy: host name longer than ${MAX_HOST_LENGTH} characters\n`);
+      return;
+    }
     if (!admit(request.socket, host, port)) {
       response.writeHead(503, { "content-type": "text/plain" }).end("egress proxy: too many connections\n");
       return;
@@ -325,34 +354,42 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
   server.on("connect", (request: IncomingMessage, client: Socket, head: Buffer) => {
     const authority = splitAuthority(request.url ?? "");
     if (!authority) {
-      deny(request.url ?? "", 0, "CONNECT needs host:port");
-      client.end("HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\r\negress proxy: CONNECT needs host:port\n");
+      deny(shown(request.url ?? ""), 0, "CONNECT needs host:port");
+      refuse(client, "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\r\negress proxy: CONNECT needs host:port\n");
       return;
     }
     const { host, port } = authority;
+    if (host.length > MAX_HOST_LENGTH) {
+      deny(shown(host), port, `host name longer than ${MAX_HOST_LENGTH} characters`);
+      refuse(client, `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\r\negress proxy: host name longer than ${MAX_HOST_LENGTH} characters\n`);
+      return;
+    }
     if (!admit(client, host, port)) {
-      client.end("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\r\negress proxy: too many connections\n");
+      refuse(client, "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\r\negress proxy: too many connections\n");
       return;
     }
     client.on("error", () => client.destroy());
     decide(host, port, config).then((verdict) => {
       if ("denied" in verdict) {
         deny(host, port, verdict.denied);
-        client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\negress proxy: denied: ${verdict.denied}\n`);
+        refuse(client, `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\negress proxy: denied: ${verdict.denied}\n`);
         return;
       }
       const upstream = connect({ host: verdict.address, port });
+      let connected = false;
       upstream.once("connect", () => {
+        connected = true;
         report({ event: "allowed", host, port, address: verdict.address });
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
         if (head.length > 0) upstream.write(head);
         join(client, upstream, host, port, verdict.address);
       });
+      // Node clears `connecting` before it emits a connect failure, so the flag is our own.
       upstream.once("error", (error) => {
-        if (upstream.connecting) {
-          deny(host, port, `cannot connect to ${verdict.address}:${port}: ${error.message}`);
-          client.end("HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n\r\negress proxy: upstream unreachable\n");
-        }
+        if (connected) return;
+        upstream.destroy();
+        deny(host, port, `cannot connect to ${verdict.address}:${port}: ${error.message}`);
+        refuse(client, "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n\r\negress proxy: upstream unreachable\n");
       });
     });
   });

@@ -11,7 +11,7 @@ import { resourceNames } from "../../../lib/docker/names.ts";
 import { configurationDigest, plannedRecord, recoveryRecordSchema } from "../../../lib/docker/recovery_record.ts";
 import { normalizeBackendConfig } from "../../../lib/docker/config.ts";
 import { SandboxConfigurationError } from "../../../lib/sandbox/errors.ts";
-import { MAX_ALLOWLIST_ENTRIES } from "../../../lib/sandbox/network_allowlist.ts";
+import { MAX_ALLOWLIST_CONFIG_BYTES, MAX_ALLOWLIST_ENTRIES } from "../../../lib/sandbox/network_allowlist.ts";
 import { normalizePolicy, type SandboxPolicyInput } from "../../../lib/sandbox/policy.ts";
 import { assertThrowsSandbox } from "../sandbox/_assert.ts";
 
@@ -61,6 +61,18 @@ test("normalizePolicy refuses a malformed allowlist, naming the field and the fi
   refused({ kind: "allowlist", hosts: ["a.test"], resolve: { "a.test": ["a.test"] } }, "Cannot reserve sandbox: policy.network.resolve.a.test.0 must be an IPv4 or IPv6 address");
   refused({ kind: "allowlist", hosts: ["a.test"], resolve: { "a.test": [] } }, "Cannot reserve sandbox: policy.network.resolve.a.test must list at least one address");
   refused({ kind: "allowlist", hosts: ["a.test"], resolve: { "a.test": Array(17).fill("10.0.0.1") } }, "Cannot reserve sandbox: policy.network.resolve.a.test must list at most 16 addresses");
+  // Within every count bound, but too large for the proxy's one environment string.
+  const label = "a".repeat(60);
+  const bigHosts = Array.from({ length: 256 }, (_, index) => `*.h${index}.${label}.${label}.${label}.test`);
+  const bigResolve = Object.fromEntries(
+    Array.from({ length: 256 }, (_, index) => [`r${index}.${label}.${label}.${label}.test`, Array(16).fill("2001:db8::1234:5678:9abc")]),
+  );
+  const bigBytes = new TextEncoder().encode(JSON.stringify([bigHosts, undefined, bigResolve])).length;
+  assert.ok(bigBytes > MAX_ALLOWLIST_CONFIG_BYTES);
+  refused(
+    { kind: "allowlist", hosts: bigHosts, resolve: bigResolve },
+    `Cannot reserve sandbox: policy.network takes ${bigBytes} bytes of JSON (hosts, addresses and resolve together), more than 98304: the proxy receives it as one environment string, which Linux bounds at 128 KiB; list fewer or shorter entries (use wildcards and CIDR ranges)`,
+  );
   refused({ kind: "allowlist", hosts: ["a.test"], maxConnections: 1025 }, "Cannot reserve sandbox: policy.network.maxConnections must be an integer from 1 to 1024 connections");
   refused({ kind: "allowlist", hosts: ["a.test"], idleTimeoutMs: 999 }, "Cannot reserve sandbox: policy.network.idleTimeoutMs must be an integer from 1000 to 86400000 milliseconds");
   refused({ kind: "allowlist", hosts: ["a.test"], maxBytesPerConnection: -1 }, "Cannot reserve sandbox: policy.network.maxBytesPerConnection must be an integer from 0 to 9007199254740991 bytes");

@@ -193,3 +193,65 @@ test("EgressProxy bounds connections at once, bytes per connection and idle time
     sink.close();
   }
 });
+
+test("EgressProxy answers an unreachable upstream with 502 and a denied event, and frees the slot even while the guest keeps its side open", async () => {
+  const gone = createTcpServer().listen(0, "127.0.0.1");
+  await once(gone, "listening");
+  const closedPort = (gone.address() as AddressInfo).port;
+  await new Promise((resolve) => gone.close(resolve));
+  const sink = createTcpServer((socket) => socket.on("data", () => {})).listen(0, "127.0.0.1");
+  await once(sink, "listening");
+  const openPort = (sink.address() as AddressInfo).port;
+  const allow = { hosts: ["sink.test"], resolve: { "sink.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"], maxConnections: 1 };
+  try {
+    await withProxy(allow, async (proxyPort, events) => {
+      // A guest that never closes its side: it only reads the answer.
+      const held = connect({ port: proxyPort, host: "127.0.0.1", allowHalfOpen: true });
+      await once(held, "connect");
+      held.write(`CONNECT sink.test:${closedPort} HTTP/1.1\r\nHost: sink.test:${closedPort}\r\n\r\n`);
+      const [answer] = await once(held, "data") as [Buffer];
+      assert.match(answer.toString("latin1"), /^HTTP\/1\.1 502 Bad Gateway\r\n/);
+      const denied = events.find((e) => e.event === "denied");
+      assert.equal(denied?.port, closedPort);
+      assert.match(denied?.reason ?? "", new RegExp(`^cannot connect to 127\\.0\\.0\\.1:${closedPort}: .*ECONNREFUSED`));
+      // The proxy closes the refused socket itself, so the one slot comes back.
+      let status = "";
+      for (let attempt = 0; attempt < 200 && status !== "HTTP/1.1 200 Connection Established"; attempt++) {
+        const next = await tunnel(proxyPort, `sink.test:${openPort}`);
+        status = next.status;
+        next.socket.destroy();
+        if (status !== "HTTP/1.1 200 Connection Established") await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(status, "HTTP/1.1 200 Connection Established");
+      held.destroy();
+    });
+  } finally {
+    sink.close();
+  }
+});
+
+test("EgressProxy refuses a host name longer than 253 characters with 400 and reports it cut to 253", async () => {
+  const long = `${"a".repeat(300)}.test`;
+  await withProxy({ hosts: ["*.test"] }, async (proxyPort, events) => {
+    const connected = await tunnel(proxyPort, `${long}:443`);
+    assert.equal(connected.status, "HTTP/1.1 400 Bad Request");
+    connected.socket.destroy();
+    const plain = await get(proxyPort, `http://${long}/`);
+    assert.equal(plain.status, 400);
+    assert.match(plain.body, /host name longer than 253 characters/);
+    const denied = events.filter((e) => e.event === "denied");
+    assert.equal(denied.length, 2);
+    for (const event of denied) {
+      assert.equal(event.host, `${"a".repeat(253)}…`);
+      assert.equal(event.reason, "host name longer than 253 characters");
+    }
+  });
+});
+
+test("decide looks up only the override's own names: a listed `constructor` is resolved, not Object.prototype's", async () => {
+  const verdict = await decide("constructor", 80, { ...base, hosts: ["constructor"], resolve: { other: ["192.0.2.9"] } });
+  // Before, the prototype's `constructor` was taken as the address list and decide threw
+  // ("is not iterable"), which ended the proxy. Now the name goes to the system resolver.
+  if ("denied" in verdict) assert.match(verdict.denied, /^constructor (does not resolve|resolves to)/);
+  else assert.equal(typeof verdict.address, "string");
+});
