@@ -41,7 +41,9 @@ test("hostAllowed matches exact names, subdomain wildcards (not the bare parent)
 
 test("addressDefect refuses loopback, private, link-local, CGNAT, reserved and mapped addresses; public and explicit ones pass", () => {
   const none = { addresses: [], hostAddresses: [] };
-  for (const address of ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "ff02::1", "2001:db8::1"]) {
+  for (const address of ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "ff02::1", "2001:db8::1",
+    // IPv4-compatible (::/96), IPv4-translated, site-local, documentation (RFC 9637), SRv6 (RFC 9602), dummy (RFC 9780)
+    "::7f00:1", "::127.0.0.1", "::ffff:0:c000:202", "fec0::1", "3fff::1", "5f00::1", "100:0:0:1::1"]) {
     assert.match(addressDefect(address, none) ?? "", /not a public address/, address);
   }
   for (const address of ["93.184.216.34", "8.8.8.8", "172.32.0.1", "2606:4700::1111", "2a00:1450::1"]) {
