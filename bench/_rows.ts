@@ -33,6 +33,26 @@ export const POLICY: SandboxPolicyInput = { resources: { cpus: 1, memoryBytes: 2
 /** A recovery port that keeps nothing (the benchmark cleans up by exact identity itself). */
 export const NO_RECORD = { record: (): Promise<void> => Promise.resolve() };
 
+/**
+ * A variant that runs `cmd` with `docker exec` as {@linkcode USER} in `/workspace/work` of the
+ * keeper `keeperId` (the CLI's work is in its child process, so it counts no CPU here).
+ */
+export function cliExecVariant(
+  name: string,
+  config: BenchConfig,
+  keeperId: string,
+  cmd: readonly string[] = ["true"],
+  options: { discardStdout?: boolean } = {},
+): TimedVariant {
+  return {
+    name,
+    child: true,
+    run: async () => {
+      await dockerCli(config, ["exec", "-u", `${USER.uid}:${USER.gid}`, "-w", "/workspace/work", keeperId, ...cmd], options);
+    },
+  };
+}
+
 function collect(
   row: string,
   variants: readonly TimedVariant[],
@@ -152,13 +172,7 @@ export async function execRow(
       name: "ours, process.start() Cmd (sh OOM wrapper + true)",
       run: () => counted({ polls: 0, retries: 0 }, () => ourExec(engine, keeperId, ["/bin/sh", "-c", OOM_WRAPPER, "/bin/true"], USER)),
     },
-    {
-      name: "docker exec (CLI)",
-      child: true,
-      run: async () => {
-        await dockerCli(config, ["exec", "-u", userText, "-w", "/workspace/work", keeperId, "true"]);
-      },
-    },
+    cliExecVariant("docker exec (CLI)", config, keeperId),
     {
       name: "dockerode exec+start(hijack)+inspect",
       run: dockerode.docker
@@ -268,13 +282,7 @@ export async function streamRow(
     },
     { name: FLOOR_NET, run: async () => frameBytes(await netFloor(engine, config.socketPath, keeperId, cmd, USER)) },
     ...nativeFloor(config, engine, keeperId, cmd, frameBytes),
-    {
-      name: "docker exec (CLI, Go client) stdout → /dev/null",
-      child: true,
-      run: async () => {
-        await dockerCli(config, ["exec", "-u", `${USER.uid}:${USER.gid}`, "-w", "/workspace/work", keeperId, ...cmd], { discardStdout: true });
-      },
-    },
+    cliExecVariant("docker exec (CLI, Go client) stdout → /dev/null", config, keeperId, cmd, { discardStdout: true }),
   ];
   const results = await roundRobin(variants, config.streamRuns, 0);
   const extra: Record<string, Partial<VariantResult>> = {};

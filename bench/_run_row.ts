@@ -4,8 +4,8 @@
 // and ≤ 0.7× the CLI.
 import type { DockerSandbox } from "../lib/docker/sandbox.ts";
 import { type DockerodeClient, dockerodeExec } from "./_dockerode.ts";
-import { USER } from "./_rows.ts";
-import { type BenchConfig, dockerCli, roundRobin, type TimedVariant } from "./_setup.ts";
+import { cliExecVariant, USER } from "./_rows.ts";
+import { type BenchConfig, roundRobin, type TimedVariant } from "./_setup.ts";
 import type { RowResult } from "./_stats.ts";
 
 /** Row 5: `sandbox.run("/bin/true")` round trip in the running sandbox `keeper`. */
@@ -23,13 +23,7 @@ export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockero
         succeeded(result.exit.code);
       },
     },
-    {
-      name: "docker exec C true (CLI)",
-      child: true,
-      run: async () => {
-        await dockerCli(config, ["exec", "-u", userText, "-w", "/workspace/work", keeperId, "true"]);
-      },
-    },
+    cliExecVariant("docker exec C true (CLI)", config, keeperId),
     {
       name: "dockerode exec+start(hijack)+inspect",
       run: dockerode.docker
