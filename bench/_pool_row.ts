@@ -13,7 +13,7 @@ import type { RowResult } from "./_stats.ts";
 export const POOL_TAKE = "ours: pool.take() → process start → first stdout byte";
 
 /** Starts `echo first` and resolves once its first stdout byte is read; the rest runs on. */
-async function firstByte(sandbox: DockerSandbox): Promise<() => Promise<void>> {
+export async function firstByte(sandbox: DockerSandbox): Promise<() => Promise<void>> {
   const process = await sandbox.reserveProcess({ executable: "/bin/echo", args: ["first"] }).start();
   const reader = process.stdout.getReader();
   const { value } = await reader.read();
@@ -55,7 +55,7 @@ function cliFirstByte(config: BenchConfig): Promise<Promise<void>> {
 }
 
 /** Waits (untimed) until the pool is full again, so each take measures the warm case. */
-async function refilled(pool: { ready: number; size: number }): Promise<void> {
+export async function refilled(pool: { ready: number; size: number }): Promise<void> {
   for (let waited = 0; pool.ready < pool.size; waited += 20) {
     if (waited > 120_000) throw new Error("Cannot measure: the pool did not refill within 120 s");
     await sleep(20);

@@ -5,7 +5,9 @@
 // Each iteration: `reserve().start()` of a fresh sandbox, then `sandbox.run("/bin/true")`,
 // then `destroy()`, once under profile linux-x64-cgroupfs (runc) and once under
 // linux-x64-gvisor (runsc), interleaved. Prints median and p90 of start, first run and the
-// whole cycle per profile, and the gVisor/runc ratio of the medians.
+// whole cycle per profile, and the gVisor/runc ratio of the medians. Then, per profile, a
+// warm pool of one: `pool.take()` → a process's first stdout byte (echo), BENCH_POOL_TAKES
+// (10) takes, each after the pool has refilled (the refill is not timed).
 //
 // Environment: AGENTCELL_TEST_ENGINE (default unix:///run/agentcell-test-engine/docker.sock),
 // AGENTCELL_TEST_BUSYBOX_IMAGE (default: scripts/guest-images.sh busybox), BENCH_STARTS (10).
@@ -15,6 +17,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { createDockerSandboxBackend } from "../lib/docker/backend.ts";
 import type { DockerSandboxProfile } from "../lib/docker/profiles.ts";
+import { firstByte, refilled } from "./_pool_row.ts";
 import { NO_RECORD, USER } from "./_rows.ts";
 import { BENCH_NAMESPACE, benchConfig, runtimeName } from "./_setup.ts";
 import { summarize } from "./_stats.ts";
@@ -28,7 +31,8 @@ const profiles: DockerSandboxProfile[] = ["linux-x64-cgroupfs", "linux-x64-gviso
 const backends = profiles.map((profile) =>
   createDockerSandboxBackend({ profile, endpoint: config.endpoint, namespace: BENCH_NAMESPACE, spillDirectory, imageDigest: config.busyboxImage, user: USER })
 );
-const samples = profiles.map(() => ({ start: [] as number[], run: [] as number[], cycle: [] as number[] }));
+const samples = profiles.map(() => ({ start: [] as number[], run: [] as number[], cycle: [] as number[], take: [] as number[] }));
+const takes = Number(process.env.BENCH_POOL_TAKES ?? 10);
 
 try {
   for (let i = -1; i < starts; i++) { // i = -1: one warm-up per profile, not counted
@@ -47,6 +51,22 @@ try {
       samples[index].cycle.push(t3 - t0);
     }
   }
+  for (const [index, backend] of backends.entries()) {
+    const pool = backend.pool({ request: { policy }, size: 1, recovery: NO_RECORD });
+    try {
+      for (let i = -1; i < takes; i++) { // i = -1: one warm-up, not counted
+        await refilled(pool);
+        const started = performance.now();
+        const sandbox = await pool.take();
+        const rest = await firstByte(sandbox);
+        const elapsed = performance.now() - started;
+        await rest().finally(() => sandbox.destroy());
+        if (i >= 0) samples[index].take.push(elapsed);
+      }
+    } finally {
+      await pool.close();
+    }
+  }
 } finally {
   await rm(spillDirectory, { recursive: true, force: true });
 }
@@ -62,5 +82,11 @@ for (const [index, profile] of profiles.entries()) {
   });
   console.log(`| ${profile} | ${cells.join(" | ")} |`);
 }
-const ratio = (key: "start" | "run" | "cycle") => (summarize(samples[1][key]).median / summarize(samples[0][key]).median).toFixed(2);
-console.log(`gVisor / runc, medians: start ${ratio("start")}×, first run ${ratio("run")}×, cycle ${ratio("cycle")}×`);
+console.log("| profile | warm pool: take() → first stdout byte, median / p90 |");
+console.log("| --- | --- |");
+for (const [index, profile] of profiles.entries()) {
+  const { median, p90 } = summarize(samples[index].take);
+  console.log(`| ${profile} | ${ms(median)} / ${ms(p90)} |`);
+}
+const ratio = (key: "start" | "run" | "cycle" | "take") => (summarize(samples[1][key]).median / summarize(samples[0][key]).median).toFixed(2);
+console.log(`gVisor / runc, medians: start ${ratio("start")}×, first run ${ratio("run")}×, cycle ${ratio("cycle")}×, pool take ${ratio("take")}×`);
