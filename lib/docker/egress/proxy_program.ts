@@ -260,6 +260,22 @@ function shown(host: string): string {
   return host.length > MAX_HOST_LENGTH ? `${host.slice(0, MAX_HOST_LENGTH)}…` : host;
 }
 
+/** What a relay reads from (a socket or a message), structurally. */
+interface Source {
+  on(event: "data", listener: (chunk: Buffer) => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+}
+
+/** What a relay writes to (a socket, a request or a response), structurally. */
+interface Sink {
+  write(chunk: Buffer): boolean;
+  on(event: "drain", listener: () => void): unknown;
+}
+
+/** Bytes of one connection so far, by direction (as its `closed` event reports them). */
+type Meter = { bytesOut: number; bytesIn: number };
+
 /** A running proxy. */
 export interface EgressProxy {
   /** The listening TCP server (it accepts, counts and times each connection, then hands it to node:http). */
@@ -300,6 +316,22 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
   const tooBig = `more than ${config.maxBytesPerConnection} bytes`;
   const over = (bytes: number) => config.maxBytesPerConnection > 0 && bytes > config.maxBytesPerConnection;
 
+  /**
+   * Relay `from`'s chunks to `to` with backpressure, counting each in `meter[direction]`; the
+   * chunk that takes both directions together past `maxBytesPerConnection` is not written,
+   * `cut` runs instead. Returns the relay of one chunk (for bytes that arrived before it).
+   */
+  function relay(from: Source, to: Sink, meter: Meter, direction: keyof Meter, cut: (why: string) => void): (chunk: Buffer) => void {
+    const pass = (chunk: Buffer) => {
+      meter[direction] += chunk.length;
+      if (over(meter.bytesOut + meter.bytesIn)) return cut(tooBig);
+      if (!to.write(chunk)) from.pause();
+    };
+    from.on("data", pass);
+    to.on("drain", () => from.resume());
+    return pass;
+  }
+
   /** The first complete request head of an admitted connection: stop its head timer. */
   function headArrived(socket: Socket): boolean {
     const timer = waiting.get(socket);
@@ -315,7 +347,8 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
    * forwarded like every later byte.
    */
   function join(client: Socket, upstream: Socket, head: Buffer, host: string, port: number, address: string): void {
-    let bytesOut = 0, bytesIn = 0, reason = "ended";
+    const meter: Meter = { bytesOut: 0, bytesIn: 0 };
+    let reason = "ended";
     const end = (why: string) => {
       if (reason === "ended") reason = why;
       client.destroy();
@@ -325,23 +358,12 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
     const closed = () => {
       if (reported || !client.destroyed || !upstream.destroyed) return;
       reported = true;
-      report({ event: "closed", host, port, address, reason, bytesOut, bytesIn });
+      report({ event: "closed", host, port, address, reason, ...meter });
     };
     client.on("close", () => { upstream.destroy(); closed(); });
     upstream.on("close", () => { client.destroy(); closed(); });
-    const fromGuest = (chunk: Buffer) => {
-      bytesOut += chunk.length;
-      if (over(bytesOut + bytesIn)) return end(tooBig);
-      if (!upstream.write(chunk)) client.pause();
-    };
-    client.on("data", fromGuest);
-    upstream.on("data", (chunk: Buffer) => {
-      bytesIn += chunk.length;
-      if (over(bytesOut + bytesIn)) return end(tooBig);
-      if (!client.write(chunk)) upstream.pause();
-    });
-    upstream.on("drain", () => client.resume());
-    client.on("drain", () => upstream.resume());
+    const fromGuest = relay(client, upstream, meter, "bytesOut", end);
+    relay(upstream, client, meter, "bytesIn", end);
     client.on("end", () => upstream.end());
     upstream.on("end", () => client.end());
     for (const socket of [client, upstream]) {
@@ -358,7 +380,8 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
    */
   function forward(request: IncomingMessage, response: ServerResponse, target: URL, host: string, port: number, address: string): void {
     const client = request.socket;
-    let bytesOut = 0, bytesIn = 0, reason = "ended";
+    const meter: Meter = { bytesOut: 0, bytesIn: 0 };
+    let reason = "ended";
     const headers = { ...request.headers };
     for (const name of HOP_HEADERS) delete headers[name];
     const upstream = httpRequest({
@@ -380,27 +403,17 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
       upstream.destroy();
       if (reported) return;
       reported = true;
-      report({ event: "closed", host, port, address, reason, bytesOut, bytesIn });
+      report({ event: "closed", host, port, address, reason, ...meter });
     });
     upstream.on("response", (answer: IncomingMessage) => {
       const answerHeaders = { ...answer.headers };
       for (const name of HOP_HEADERS) delete answerHeaders[name];
       response.writeHead(answer.statusCode ?? 502, { ...answerHeaders, connection: "close" });
-      answer.on("data", (chunk: Buffer) => {
-        bytesIn += chunk.length;
-        if (over(bytesOut + bytesIn)) return cut(tooBig);
-        if (!response.write(chunk)) answer.pause();
-      });
-      response.on("drain", () => answer.resume());
+      relay(answer, response, meter, "bytesIn", cut);
       answer.on("end", () => response.end());
       answer.on("error", () => cut("connection error"));
     });
-    request.on("data", (chunk: Buffer) => {
-      bytesOut += chunk.length;
-      if (over(bytesOut + bytesIn)) return cut(tooBig);
-      if (!upstream.write(chunk)) request.pause();
-    });
-    upstream.on("drain", () => request.resume());
+    relay(request, upstream, meter, "bytesOut", cut);
     request.on("end", () => upstream.end());
     upstream.setTimeout(config.idleTimeoutMs, () => cut(`idle for ${config.idleTimeoutMs} ms`));
     upstream.on("error", (error: Error) => {

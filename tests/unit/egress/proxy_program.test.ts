@@ -117,6 +117,16 @@ function tunnel(proxyPort: number, authority: string): Promise<{ socket: ReturnT
   });
 }
 
+/** Tunnel to an echo server at `authority`, check that "ping" comes back, and return the tunnel. */
+async function pingThrough(proxyPort: number, authority: string): Promise<ReturnType<typeof connect>> {
+  const { socket, status } = await tunnel(proxyPort, authority);
+  assert.equal(status, "HTTP/1.1 200 Connection Established");
+  socket.write("ping");
+  const [reply] = await once(socket, "data");
+  assert.equal(reply.toString(), "ping");
+  return socket;
+}
+
 test("EgressProxy forwards an allowed absolute-form request, refuses another host with 403 and a denied event", async () => {
   const upstream = createServer((req, res) => res.end(`hello ${req.headers.host} ${req.url}`)).listen(0, "127.0.0.1");
   await once(upstream, "listening");
@@ -151,11 +161,7 @@ test("EgressProxy tunnels an allowed CONNECT both ways and reports the bytes whe
   const port = (echo.address() as AddressInfo).port;
   try {
     await withProxy({ hosts: [`echo.test:${port}`], resolve: { "echo.test": ["127.0.0.1"] }, addresses: ["127.0.0.1/32"] }, async (proxyPort, events) => {
-      const { socket, status } = await tunnel(proxyPort, `echo.test:${port}`);
-      assert.equal(status, "HTTP/1.1 200 Connection Established");
-      socket.write("ping");
-      const [reply] = await once(socket, "data");
-      assert.equal(reply.toString(), "ping");
+      const socket = await pingThrough(proxyPort, `echo.test:${port}`);
       socket.end();
       await once(socket, "close");
       await closedEvent(events);
@@ -265,6 +271,14 @@ test("decide looks up only the override's own names: a listed `constructor` is r
   else assert.equal(typeof verdict.address, "string");
 });
 
+/** Listen on an ephemeral port of 127.0.0.1 and return it. */
+async function localPort(server: { listen(port: number, host: string): unknown; address(): unknown; once(event: "listening", fn: () => void): unknown }): Promise<number> {
+  const listening = new Promise<void>((resolve) => server.once("listening", resolve));
+  server.listen(0, "127.0.0.1");
+  await listening;
+  return (server.address() as AddressInfo).port;
+}
+
 /** Resolves once `condition` holds, checking every 10 ms (the test's own timeout bounds it). */
 function until(condition: () => boolean): Promise<void> {
   return new Promise((resolve) => {
@@ -284,9 +298,8 @@ function exchange(proxyPort: number, bytes: Buffer): Promise<Buffer> {
 
 test("EgressProxy counts and forwards the bytes a guest sends in the same packet as its CONNECT under maxBytesPerConnection", async () => {
   let sunk = 0;
-  const sink = createTcpServer((socket) => socket.on("data", (chunk: Buffer) => (sunk += chunk.length)).on("error", () => {})).listen(0, "127.0.0.1");
-  await once(sink, "listening");
-  const port = (sink.address() as AddressInfo).port;
+  const sink = createTcpServer((socket) => socket.on("data", (chunk: Buffer) => (sunk += chunk.length)).on("error", () => {}));
+  const port = await localPort(sink);
   const allow = { hosts: ["sink.test"], resolve: { "sink.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"], maxBytesPerConnection: 1000 };
   const connectHead = Buffer.from(`CONNECT sink.test:${port} HTTP/1.1\r\nHost: sink.test:${port}\r\n\r\n`);
   try {
@@ -320,9 +333,8 @@ test("EgressProxy bounds an absolute-form request's request and response bodies 
   const upstream = createServer((req, res) => {
     req.on("data", (chunk: Buffer) => (received += chunk.length));
     req.on("end", () => res.end("r".repeat(Number(req.headers["x-answer-bytes"] ?? 0))));
-  }).listen(0, "127.0.0.1");
-  await once(upstream, "listening");
-  const port = (upstream.address() as AddressInfo).port;
+  });
+  const port = await localPort(upstream);
   const allow = { hosts: ["up.test"], resolve: { "up.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"], maxBytesPerConnection: 1000 };
   const post = (bodyBytes: number, answerBytes: number) =>
     Buffer.concat([
@@ -365,9 +377,8 @@ test("EgressProxy bounds an absolute-form request's request and response bodies 
 });
 
 test("EgressProxy counts silent TCP connections against maxConnections: past it they are refused at once, and the proxy still serves afterwards", async () => {
-  const echo = createTcpServer((socket) => socket.pipe(socket)).listen(0, "127.0.0.1");
-  await once(echo, "listening");
-  const port = (echo.address() as AddressInfo).port;
+  const echo = createTcpServer((socket) => socket.pipe(socket));
+  const port = await localPort(echo);
   const allow = { hosts: ["echo.test"], resolve: { "echo.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"], maxConnections: 4, headersTimeoutMs: 600_000 };
   try {
     await withProxy(allow, async (proxyPort, events, proxy) => {
@@ -395,12 +406,7 @@ test("EgressProxy counts silent TCP connections against maxConnections: past it 
       // Released, the slots serve an allowed tunnel again.
       for (const s of open) s.socket.destroy();
       await until(() => proxy.connections === 0);
-      const { socket, status } = await tunnel(proxyPort, `echo.test:${port}`);
-      assert.equal(status, "HTTP/1.1 200 Connection Established");
-      socket.write("ping");
-      const [reply] = await once(socket, "data");
-      assert.equal(reply.toString(), "ping");
-      socket.destroy();
+      (await pingThrough(proxyPort, `echo.test:${port}`)).destroy();
     });
   } finally {
     echo.close();
