@@ -412,6 +412,7 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
       relay(answer, response, meter, "bytesIn", cut);
       answer.on("end", () => response.end());
       answer.on("error", () => cut("connection error"));
+      response.on("error", () => cut("connection error"));
     });
     relay(request, upstream, meter, "bytesOut", cut);
     request.on("end", () => upstream.end());
@@ -447,7 +448,7 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
       }
       report({ event: "allowed", host, port, address: verdict.address });
       forward(request, response, target, host, port, verdict.address);
-    });
+    }).catch(() => request.socket.destroy()); // never an unhandled rejection: it would end the proxy
   });
   http.on("connect", (request: IncomingMessage, client: Socket, head: Buffer) => {
     if (!headArrived(client)) return void client.destroy();
@@ -482,7 +483,7 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
         deny(host, port, `cannot connect to ${verdict.address}:${port}: ${error.message}`);
         refuse(client, rawAnswer("502 Bad Gateway", "upstream unreachable"));
       });
-    });
+    }).catch(() => client.destroy()); // never an unhandled rejection: it would end the proxy
   });
 
   const listener: TcpServer = createTcpServer((socket: Socket) => {
