@@ -83,12 +83,24 @@ export interface SandboxAllowlistNetwork {
    */
   readonly resolve?: Readonly<Record<string, readonly string[]>>;
   /**
-   * Most connections open through the proxy at once, 1 … 1,024; the next is refused
-   * (`503`, a `denied` event).
+   * Most TCP connections from the guest to the proxy at once, 1 … 1,024, counted when the
+   * proxy accepts them (before any request, so silent connections count too). The next is
+   * answered `503` at once and closed, with a `denied` event whose `host` is `""` and `port`
+   * 0 (its request is never read); when as many refused connections are still closing, it is
+   * closed without an answer.
    *
    * @default {64}
    */
   readonly maxConnections?: number;
+  /**
+   * A connection that has not sent a complete request head (a `CONNECT` or an absolute-form
+   * request line with its headers) this long after the proxy accepted it is answered `408`
+   * and closed, with a `denied` event ("no complete request head within … ms"), in
+   * milliseconds (1,000 … 86,400,000).
+   *
+   * @default {30000} thirty seconds
+   */
+  readonly headersTimeoutMs?: number;
   /**
    * A connection with no bytes either way for this long is closed, in milliseconds
    * (1,000 … 86,400,000).
@@ -97,7 +109,11 @@ export interface SandboxAllowlistNetwork {
    */
   readonly idleTimeoutMs?: number;
   /**
-   * Most bytes per connection, both directions together; `0` = unbounded (0 … 2^53 − 1).
+   * Most bytes per connection, both directions together; `0` = unbounded (0 … 2^53 − 1). A
+   * `CONNECT` tunnel counts every byte after its request head, including bytes the guest sent
+   * in the same packet; an absolute-form `http://` request counts its request body and its
+   * response body. The chunk that would pass the bound is not forwarded: the connection is
+   * closed and its `closed` event's reason is "more than N bytes".
    *
    * @default {0}
    */
@@ -114,8 +130,10 @@ export interface SandboxAllowlistNetworkSettings {
   readonly addresses: readonly string[];
   /** Fixed answers by lower-case name. */
   readonly resolve: Readonly<Record<string, readonly string[]>>;
-  /** Most connections at once. */
+  /** Most guest TCP connections at once. */
   readonly maxConnections: number;
+  /** Time to a complete request head per connection, milliseconds. */
+  readonly headersTimeoutMs: number;
   /** Idle bound per connection, milliseconds. */
   readonly idleTimeoutMs: number;
   /** Byte bound per connection; `0` = unbounded. */
@@ -186,6 +204,7 @@ export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> =
     error: `must map at most ${MAX_ALLOWLIST_ENTRIES} names`,
   }).optional(),
   maxConnections: integer(1, MAX_EGRESS_CONNECTIONS, "connections").optional(),
+  headersTimeoutMs: integer(1_000, 86_400_000, "milliseconds").optional(),
   idleTimeoutMs: integer(1_000, 86_400_000, "milliseconds").optional(),
   maxBytesPerConnection: integer(0, Number.MAX_SAFE_INTEGER, "bytes").optional(),
 }).superRefine((allowlist, context) => {
@@ -236,6 +255,7 @@ export function normalizeAllowlist(parsed: SandboxAllowlistNetwork): SandboxAllo
     addresses: Object.freeze([...(parsed.addresses ?? [])]),
     resolve: Object.freeze(resolve),
     maxConnections: parsed.maxConnections ?? 64,
+    headersTimeoutMs: parsed.headersTimeoutMs ?? 30_000,
     idleTimeoutMs: parsed.idleTimeoutMs ?? 300_000,
     maxBytesPerConnection: parsed.maxBytesPerConnection ?? 0,
   });

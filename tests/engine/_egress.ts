@@ -105,6 +105,14 @@ export async function startUpstreams(): Promise<Upstreams> {
  *   pair <host:port>              two CONNECTs: the first held open without a byte, then the
  *                                 second → { first, second, body, firstEnded } once the
  *                                 proxy ended the first
+ *   burst <host:port> <bytes>     a CONNECT and <bytes> zero bytes in one write → { line }
+ *                                 (the proxy's status line) once the proxy closed it
+ *   flood <count> <wave> <hold>   <count> TCP connections to the proxy that never send a byte,
+ *                                 in waves of <wave>, each wave once <hold> stay open →
+ *                                 { opened, answered503, bare, other, errors, held,
+ *                                 heldReceived } (60 s at most)
+ *   silent                        one connection to the proxy that never sends a byte →
+ *                                 { line, body } of the proxy's answer once it closed it
  */
 export const GUEST_CLIENT = String.raw`
 import http from "node:http";
@@ -115,7 +123,7 @@ import dns from "node:dns/promises";
 import { readFileSync } from "node:fs";
 const [mode, a, b] = process.argv.slice(2);
 const print = (value) => { process.stdout.write(JSON.stringify(value) + "\n"); process.exit(0); };
-setTimeout(() => print({ error: "client timeout" }), 8000).unref();
+setTimeout(() => print({ error: "client timeout" }), mode === "flood" ? 60000 : 8000).unref();
 const proxy = new URL(process.env.HTTPS_PROXY ?? "http://0.0.0.0:1");
 if (mode === "http") {
   const via = new URL(process.env.HTTP_PROXY);
@@ -170,6 +178,44 @@ if (mode === "http") {
   if (!first.socket) print(result);
   first.socket.on("error", () => {});
   first.socket.on("close", () => print({ ...result, firstEnded: true }));
+} else if (mode === "burst") {
+  const socket = net.connect({ host: proxy.hostname, port: Number(proxy.port) });
+  let seen = "";
+  socket.on("connect", () => socket.write(Buffer.concat([Buffer.from("CONNECT " + a + " HTTP/1.1\r\nHost: " + a + "\r\n\r\n"), Buffer.alloc(Number(b))])));
+  socket.on("data", (c) => seen += c.toString("latin1"));
+  socket.on("error", () => {});
+  socket.on("close", () => print({ line: seen.slice(0, seen.indexOf("\r\n")) }));
+} else if (mode === "flood") {
+  // In waves of <wave> at once (more than the proxy's listen backlog, 511, at once would wait
+  // in the kernel's accept queue, not in the proxy); the next wave starts once exactly <hold>
+  // connections are still open, those the proxy admitted.
+  const count = Number(a), wave = Number(b), hold = Number(process.argv[5]);
+  const counts = { opened: 0, answered503: 0, bare: 0, other: 0, errors: 0 };
+  const open = new Set();
+  for (let started = 0; started < count; started += wave) {
+    for (let i = 0; i < Math.min(wave, count - started); i++) {
+      const socket = net.connect({ host: proxy.hostname, port: Number(proxy.port) });
+      const state = { received: "" };
+      open.add(state);
+      socket.on("connect", () => counts.opened++);
+      socket.on("data", (c) => state.received += c.toString("latin1"));
+      socket.on("error", () => counts.errors++);
+      socket.on("close", () => {
+        open.delete(state);
+        if (state.received.startsWith("HTTP/1.1 503 ")) counts.answered503++;
+        else if (state.received === "") counts.bare++;
+        else counts.other++;
+      });
+    }
+    await new Promise((resolve) => { const check = () => open.size === hold ? resolve() : setTimeout(check, 10); check(); });
+  }
+  print({ ...counts, held: open.size, heldReceived: [...open].reduce((sum, state) => sum + state.received.length, 0) });
+} else if (mode === "silent") {
+  const socket = net.connect({ host: proxy.hostname, port: Number(proxy.port) });
+  let seen = "";
+  socket.on("data", (c) => seen += c.toString("latin1"));
+  socket.on("error", () => {});
+  socket.on("close", () => print({ line: seen.slice(0, seen.indexOf("\r\n")), body: seen.slice(seen.indexOf("\r\n\r\n") + 4) }));
 } else print({ error: "unknown mode " + mode });
 `;
 

@@ -9,6 +9,8 @@ import { z } from "zod";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import { containerNetworks, PROXY_LIMITS } from "../../lib/docker/egress/proxy_container.ts";
 import { inspectContainer } from "../../lib/engine/containers.ts";
+import { createExec, startExec } from "../../lib/engine/exec.ts";
+import { demultiplex } from "../../lib/engine/frames/demultiplex.ts";
 import { inspectNetwork } from "../../lib/engine/networks.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { SandboxStoppedError } from "../../lib/sandbox/errors.ts";
@@ -51,6 +53,14 @@ const answer = z.looseObject({
   sent: z.boolean().optional(),
   address: z.string().optional(),
   authorized: z.boolean().optional(),
+  line: z.string().optional(),
+  opened: z.number().optional(),
+  answered503: z.number().optional(),
+  held: z.number().optional(),
+  heldReceived: z.number().optional(),
+  bare: z.number().optional(),
+  other: z.number().optional(),
+  errors: z.number().optional(),
 });
 
 async function client(sandbox: DockerSandbox, ...args: string[]): Promise<z.infer<typeof answer>> {
@@ -220,7 +230,7 @@ engineTest("DockerSandbox allowlist: a proxy killed from outside stops the sandb
   }
 }, { timeout: 300_000 });
 
-engineTest("DockerSandbox allowlist bounds: maxConnections refuses the next with 503, idleTimeoutMs and maxBytesPerConnection close a tunnel", async (engine) => {
+engineTest("DockerSandbox allowlist bounds: maxConnections refuses the next with 503, idleTimeoutMs and maxBytesPerConnection close a tunnel and bound absolute-form requests", async (engine) => {
   const up = await startUpstreams();
   try {
     const base = allowlistPolicy(up);
@@ -243,6 +253,86 @@ engineTest("DockerSandbox allowlist bounds: maxConnections refuses the next with
       assert.ok(cut.error !== undefined || (cut.authorized === false && cut.body === ""), JSON.stringify(cut));
       const closed = await eventually("a close for the byte bound", () => events.seen.find((e) => e.event === "closed" && e.reason === "more than 100 bytes"));
       assert.ok((closed.bytesIn ?? 0) + (closed.bytesOut ?? 0) > 100);
+
+      // Bytes sent in the same packet as the CONNECT count: 1,000 of them end the tunnel at once.
+      assert.deepEqual(await client(sandbox, "burst", `allowed.test:${up.httpPort}`, "1000"), { line: "HTTP/1.1 200 Connection Established" });
+      const burst = await eventually("a close of the burst", () =>
+        events.seen.find((e) => e.event === "closed" && e.host === "allowed.test" && e.reason === "more than 100 bytes"));
+      assert.ok(burst.bytesOut! > 100 && burst.bytesOut! <= 1000 && burst.bytesIn === 0, JSON.stringify(burst));
+
+      // Absolute-form requests: a closed event with their bytes, and the same byte bound.
+      const small = await client(sandbox, "http", `http://a.wild.test:${up.httpPort}/s`);
+      assert.deepEqual(small, { status: 200, body: `upstream a.wild.test:${up.httpPort} /s` });
+      assert.deepEqual(
+        await eventually("a closed event for the small request", () => events.seen.find((e) => e.event === "closed" && e.host === "a.wild.test")),
+        { event: "closed", host: "a.wild.test", port: up.httpPort, address: up.hostAddress, reason: "ended", bytesOut: 0, bytesIn: small.body!.length },
+      );
+      const long = `/${"l".repeat(200)}`;
+      const big = await client(sandbox, "http", `http://deep.a.wild.test:${up.httpPort}${long}`);
+      assert.ok(big.error !== undefined || (big.body ?? "").length <= 100, JSON.stringify(big));
+      const cutRequest = await eventually("a closed event for the large answer", () =>
+        events.seen.find((e) => e.event === "closed" && e.host === "deep.a.wild.test"));
+      assert.equal(cutRequest.reason, "more than 100 bytes");
+      assert.ok(cutRequest.bytesOut === 0 && cutRequest.bytesIn! > 100, JSON.stringify(cutRequest));
+    }, up);
+  } finally {
+    await up.close();
+  }
+}, { timeout: 300_000 });
+
+/** Run `cmd` in the proxy container (as its user, the backend's keeperUser) and return its stdout. */
+async function execInProxy(engine: DockerEngine, proxyId: string, cmd: string[]): Promise<string> {
+  const execId = await createExec(engine, proxyId, { Cmd: cmd, Env: [], User: "65533:65533", WorkingDir: "/", AttachStdin: false });
+  const connection = await startExec(engine, execId);
+  const { stdout, stderr } = demultiplex(connection.readable, { maxBufferedOutputBytes: 1024 * 1024, onFault: (error) => error });
+  const [out] = await Promise.all([new Response(stdout).text(), new Response(stderr).text()]);
+  return out;
+}
+
+engineTest("DockerSandbox allowlist bounds: of thousands of silent connections the proxy holds maxConnections and refuses the rest at once, closes one without a request head after headersTimeoutMs, keeps serving, under nofile 4096", async (engine) => {
+  const up = await startUpstreams();
+  try {
+    const base = allowlistPolicy(up);
+    // headersTimeoutMs far above the flood's length, so the 8 admitted stay admitted throughout.
+    const network = { ...(base.network as object), maxConnections: 8, headersTimeoutMs: 600_000 };
+    await withAllowlistSandbox(engine, { ...base, network } as SandboxPolicyInput, async (sandbox) => {
+      const events = collectEvents(sandbox.egress!);
+      const proxyId = sandbox.resources.proxyId!;
+      // The proxy's open-file bound: read back from the Engine and from the kernel.
+      const proxy = await inspectContainer(engine, proxyId);
+      assert.deepEqual(proxy.HostConfig.Ulimits, [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: 4096, Hard: 4096 }]);
+      assert.match(await execInProxy(engine, proxyId, ["cat", "/proc/1/limits"]), /^Max open files\s+4096\s+4096\s+files\s*$/mu);
+
+      // 2,000 connections that never send a byte, 400 at once: the proxy holds exactly 8 (and
+      // sends them nothing); every other one it refuses at once (503, or closed without an
+      // answer while 8 refused ones are still closing).
+      const flood = await client(sandbox, "flood", "2000", "400", "8");
+      assert.deepEqual(
+        { opened: flood.opened, other: flood.other, held: flood.held, heldReceived: flood.heldReceived, refused: flood.answered503! + flood.bare! },
+        { opened: 2000, other: 0, held: 8, heldReceived: 0, refused: 1992 },
+        JSON.stringify(flood),
+      );
+      assert.ok(flood.answered503! >= 1, JSON.stringify(flood));
+      const tooMany = () => events.seen.filter((e) => e.event === "denied" && e.host === "" && e.port === 0 && e.reason === "more than 8 connections at once").length;
+      await eventually("one denied event per refused connection", () => (tooMany() + sandbox.egress!.dropped === 1992 ? true : undefined));
+
+      // The guest's exit closed the 8: the proxy is still running, not restarted or killed,
+      // and serves an allowed request.
+      const after = await inspectContainer(engine, proxyId);
+      assert.equal(after.State.Running, true);
+      assert.equal((after.State as { OOMKilled?: boolean }).OOMKilled, false);
+      assert.equal(sandbox.state, "running");
+      assert.deepEqual(await client(sandbox, "http", `http://allowed.test:${up.httpPort}/after`), { status: 200, body: `upstream allowed.test:${up.httpPort} /after` });
+    }, up);
+
+    // A second sandbox with a short head timeout: a silent connection is answered 408 and closed.
+    const short = { ...(base.network as object), headersTimeoutMs: 1_000 };
+    await withAllowlistSandbox(engine, { ...base, network: short } as SandboxPolicyInput, async (sandbox) => {
+      const events = collectEvents(sandbox.egress!);
+      assert.deepEqual(await client(sandbox, "silent"), { line: "HTTP/1.1 408 Request Timeout", body: "egress proxy: no complete request head within 1000 ms\n" });
+      await eventually("a denied event for the silent connection", () =>
+        events.seen.find((e) => e.event === "denied" && e.host === "" && e.port === 0 && e.reason === "no complete request head within 1000 ms"));
+      assert.equal((await client(sandbox, "http", `http://allowed.test:${up.httpPort}/`)).status, 200);
     }, up);
   } finally {
     await up.close();

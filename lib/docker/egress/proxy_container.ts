@@ -27,12 +27,16 @@ export const PROXY_PORT = 3128;
 /**
  * The proxy container's fixed limits: 0.5 CPU, 128 MiB of memory (no swap; Node's resident
  * set is ~50 MiB, and on cgroup v1 the `node` binary's file pages are charged too), 64 PIDs
- * (Node's threads: main, libuv pool of 4, V8 workers).
+ * (Node's threads: main, libuv pool of 4, V8 workers), and 4,096 open files
+ * (`RLIMIT_NOFILE`, soft = hard, sent as `HostConfig.Ulimits` with `core` 0): the program
+ * holds at most `maxConnections` (≤ 1,024) guest connections with one upstream each plus as
+ * many refused ones lingering, 3,072 descriptors, and Node needs a few dozen of its own.
  */
-export const PROXY_LIMITS: { readonly cpus: number; readonly memoryBytes: number; readonly pids: number } = Object.freeze({
+export const PROXY_LIMITS: { readonly cpus: number; readonly memoryBytes: number; readonly pids: number; readonly nofile: number } = Object.freeze({
   cpus: 0.5,
   memoryBytes: 128 * 1024 * 1024,
   pids: 64,
+  nofile: 4096,
 });
 
 /** `PATH` of the proxy container (the image's `node` is found through it). */
@@ -65,6 +69,7 @@ export function proxyConfig(allowlist: SandboxAllowlistNetworkSettings, hostAddr
     hostAddresses,
     resolve: allowlist.resolve,
     maxConnections: allowlist.maxConnections,
+    headersTimeoutMs: allowlist.headersTimeoutMs,
     idleTimeoutMs: allowlist.idleTimeoutMs,
     maxBytesPerConnection: allowlist.maxBytesPerConnection,
   };
@@ -99,6 +104,7 @@ export function proxyCreateBody(spec: ProxySpec): Record<string, unknown> {
       ...lockedDownHostConfig(PROXY_LIMITS, spec.internalNetwork),
       Tmpfs: {},
       Mounts: [],
+      Ulimits: [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: PROXY_LIMITS.nofile, Hard: PROXY_LIMITS.nofile }],
     },
     NetworkingConfig: { EndpointsConfig: { [spec.internalNetwork]: {}, [spec.egressNetwork]: {} } },
   };
@@ -120,7 +126,7 @@ export function containerNetworks(inspect: ContainerInspect): Readonly<Record<st
 const HOST_FIELDS = [
   "ReadonlyRootfs", "CapDrop", "CapAdd", "SecurityOpt", "PidMode", "IpcMode", "CgroupnsMode", "UsernsMode", "Privileged",
   "Memory", "MemorySwap", "NanoCpus", "PidsLimit", "NetworkMode", "Tmpfs", "Mounts", "Binds", "Devices", "PortBindings",
-  "PublishAllPorts",
+  "PublishAllPorts", "Ulimits",
 ] as const;
 
 /** An absent list or map reads back as `null`; compare it as the empty one that was sent. */

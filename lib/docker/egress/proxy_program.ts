@@ -16,8 +16,9 @@
  *    names as the host's own. The proxy connects to the checked address itself, so a name
  *    that resolves differently a moment later cannot redirect it.
  *
- * Bounds: concurrent connections, idle time per connection, bytes per connection (optional),
- * request head size (16 KiB, node:http's default). Each decision is one JSON line on stdout
+ * Bounds: TCP connections at once (silent ones too), time to a complete request head, idle
+ * time per connection, bytes per connection (optional; tunnels and absolute-form requests
+ * alike), request head size (16 KiB, node:http's default). Each decision is one JSON line on stdout
  * (`{"event":"allowed"|"denied"|"closed",…}`), read by the controller through the Engine.
  *
  * This file is also imported by the tests and by the controller (for its constants); run as
@@ -27,8 +28,8 @@
  * @module
  */
 import { lookup } from "node:dns/promises";
-import { createServer, type IncomingMessage, request as httpRequest, type Server, type ServerResponse } from "node:http";
-import { connect, isIP, type Socket } from "node:net";
+import { createServer as createHttpServer, type IncomingMessage, request as httpRequest, type Server as HttpServer, type ServerResponse } from "node:http";
+import { connect, createServer as createTcpServer, isIP, type Server as TcpServer, type Socket } from "node:net";
 import process from "node:process";
 
 /**
@@ -47,11 +48,17 @@ export interface EgressProxyConfig {
   readonly hostAddresses: readonly string[];
   /** Fixed name → addresses answers used instead of the resolver (tests, split horizon). */
   readonly resolve: Readonly<Record<string, readonly string[]>>;
-  /** Most connections open at once. */
+  /** Most guest TCP connections open at once (counted when accepted, before any request). */
   readonly maxConnections: number;
+  /** A connection without a complete request head this long after it was accepted is closed (`408`), milliseconds. */
+  readonly headersTimeoutMs: number;
   /** A connection with no bytes either way for this long is closed, milliseconds. */
   readonly idleTimeoutMs: number;
-  /** Most bytes per connection in both directions together; `0` = unbounded. */
+  /**
+   * Most bytes per connection in both directions together; `0` = unbounded. A tunnel counts
+   * every byte after the CONNECT head (the bytes sent in its packet too); an absolute-form
+   * request counts its request body and its response body.
+   */
   readonly maxBytesPerConnection: number;
 }
 
@@ -59,17 +66,17 @@ export interface EgressProxyConfig {
 export interface EgressEvent {
   /** `allowed` (a connection was opened), `denied` (refused), `closed` (an allowed one ended). */
   readonly event: "allowed" | "denied" | "closed";
-  /** Requested host (a name or an address literal). */
+  /** Requested host (a name or an address literal); `""` when a connection was refused before its request (count, head timeout). */
   readonly host: string;
-  /** Requested port. */
+  /** Requested port; `0` when there was none. */
   readonly port: number;
   /** The address connected to, for `allowed` and `closed`. */
   readonly address?: string;
   /** Why a request was denied or a connection closed. */
   readonly reason?: string;
-  /** Bytes from the guest to the destination, for `closed`. */
+  /** Bytes from the guest to the destination, for `closed` (a tunnel's bytes, or a request's body). */
   readonly bytesOut?: number;
-  /** Bytes from the destination to the guest, for `closed`. */
+  /** Bytes from the destination to the guest, for `closed` (a tunnel's bytes, or a response's body). */
   readonly bytesIn?: number;
 }
 
@@ -107,6 +114,20 @@ function parseCidr(text: string): Cidr | undefined {
   return { family: parsed.family, bits: parsed.bits, prefix };
 }
 
+/**
+ * The parsed ranges of a list of the configuration (`addresses`, `hostAddresses`), parsed once
+ * per list: the configuration is fixed for the proxy's life, so no check parses again.
+ */
+const RANGES = new WeakMap<readonly string[], readonly Cidr[]>();
+function ranges(list: readonly string[]): readonly Cidr[] {
+  let parsed = RANGES.get(list);
+  if (!parsed) {
+    parsed = list.flatMap((text) => parseCidr(text) ?? []);
+    RANGES.set(list, parsed);
+  }
+  return parsed;
+}
+
 function inCidr(address: { family: 4 | 6; bits: bigint }, cidr: Cidr): boolean {
   if (address.family !== cidr.family) return false;
   const width = BigInt(cidr.family === 4 ? 32 : 128);
@@ -135,8 +156,8 @@ const NON_PUBLIC: readonly Cidr[] = [
 export function addressDefect(address: string, config: Pick<EgressProxyConfig, "addresses" | "hostAddresses">): string | undefined {
   const parsed = parseAddress(address);
   if (!parsed) return `${address} is not an IP address`;
-  if (config.addresses.some((allowed) => { const cidr = parseCidr(allowed); return cidr !== undefined && inCidr(parsed, cidr); })) return undefined;
-  if (config.hostAddresses.some((own) => { const cidr = parseCidr(own); return cidr !== undefined && inCidr(parsed, cidr); })) {
+  if (ranges(config.addresses).some((cidr) => inCidr(parsed, cidr))) return undefined;
+  if (ranges(config.hostAddresses).some((cidr) => inCidr(parsed, cidr))) {
     return `${address} is one of the host's own addresses`;
   }
   if (NON_PUBLIC.some((cidr) => inCidr(parsed, cidr))) return `${address} is not a public address (loopback, private, link-local or reserved)`;
@@ -177,11 +198,8 @@ export async function decide(
 ): Promise<{ address: string } | { denied: string }> {
   const literal = isIP(host) !== 0;
   if (literal) {
-    const allowedByAddress = config.addresses.some((allowed) => {
-      const cidr = parseCidr(allowed);
-      const parsed = parseAddress(host);
-      return cidr !== undefined && parsed !== undefined && inCidr(parsed, cidr);
-    });
+    const parsed = parseAddress(host);
+    const allowedByAddress = parsed !== undefined && ranges(config.addresses).some((cidr) => inCidr(parsed, cidr));
     if (!allowedByAddress && !hostAllowed(host, port, config.hosts)) return { denied: `${host} is not on the allowlist` };
     const defect = addressDefect(host, config);
     return defect ? { denied: defect } : { address: host };
@@ -210,12 +228,14 @@ export async function decide(
 
 /** Longest host name decided on or reported: a DNS name has at most 253 characters (RFC 1035 §2.3.4). */
 const MAX_HOST_LENGTH = 253;
-/** How long a refused CONNECT socket may linger after its answer before it is destroyed. */
+/** How long a refused socket may linger after its answer before it is destroyed. */
 const REFUSED_LINGER_MS = 2_000;
+/** Request headers that concern the hop to the proxy and are not forwarded (RFC 9110 §7.6.1). */
+const HOP_HEADERS = ["connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "upgrade"];
 
 /**
- * Answer a CONNECT that is not tunnelled and close the socket for good: the guest's further
- * bytes are read and dropped, and the socket is destroyed once it closes or after
+ * Answer on a socket that is not proxied and close it for good: the guest's further bytes
+ * are read and dropped, and the socket is destroyed once it closes or after
  * {@linkcode REFUSED_LINGER_MS}, so a guest that keeps its side open holds no connection slot.
  */
 function refuse(socket: Socket, answer: string): void {
@@ -225,17 +245,45 @@ function refuse(socket: Socket, answer: string): void {
   socket.once("close", () => clearTimeout(timer));
 }
 
+/** A plain-text answer written on a raw socket (`status` is "403 Forbidden" and the like). */
+function rawAnswer(status: string, text: string): string {
+  return `HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\negress proxy: ${text}\n`;
+}
+
+/** A plain-text answer through node:http; `connection: close`, so one connection carries one request. */
+function plain(response: ServerResponse, status: number, text: string): void {
+  response.writeHead(status, { "content-type": "text/plain", connection: "close" }).end(`egress proxy: ${text}\n`);
+}
+
 /** A host name cut to {@linkcode MAX_HOST_LENGTH} characters for an event. */
 function shown(host: string): string {
   return host.length > MAX_HOST_LENGTH ? `${host.slice(0, MAX_HOST_LENGTH)}…` : host;
 }
 
+/** What a relay reads from (a socket or a message), structurally. */
+interface Source {
+  on(event: "data", listener: (chunk: Buffer) => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+}
+
+/** What a relay writes to (a socket, a request or a response), structurally. */
+interface Sink {
+  write(chunk: Buffer): boolean;
+  on(event: "drain", listener: () => void): unknown;
+}
+
+/** Bytes of one connection so far, by direction (as its `closed` event reports them). */
+type Meter = { bytesOut: number; bytesIn: number };
+
 /** A running proxy. */
 export interface EgressProxy {
-  /** The listening server. */
-  readonly server: Server;
+  /** The listening TCP server (it accepts, counts and times each connection, then hands it to node:http). */
+  readonly server: TcpServer;
   /** The bound port. */
   readonly port: number;
+  /** Guest connections the proxy holds now: admitted ones plus refused ones still lingering. */
+  readonly connections: number;
   /** Stop listening and end every connection. */
   close(): Promise<void>;
 }
@@ -243,169 +291,238 @@ export interface EgressProxy {
 /**
  * Start the proxy.
  *
+ * Connections are accepted by a `node:net` server of its own, counted and timed there, and
+ * only then handed to a `node:http` server (`emit("connection", socket)`) that parses the
+ * request head: so `maxConnections` counts TCP connections (silent ones too), and a
+ * connection that sends no complete head within `headersTimeoutMs` is closed, the same way
+ * on every runtime (Node, Deno and Bun all parse a socket handed over like that; ending a
+ * socket from inside node:http's own `connection` event did not close it on Bun). Past
+ * `maxConnections`, a connection is answered `503` at once and lingers at most
+ * {@linkcode REFUSED_LINGER_MS}; when `maxConnections` refused ones linger already, the next
+ * is closed without an answer. Every answer says `connection: close`: one connection
+ * carries one request.
+ *
  * @param config what to enforce
  * @param report receives each decision (the program writes them to stdout as JSON lines)
  */
 export function startEgressProxy(config: EgressProxyConfig, report: (event: EgressEvent) => void): Promise<EgressProxy> {
-  const open = new Set<Socket>();
+  /** Accepted connections, counted against `maxConnections`. */
+  const admitted = new Set<Socket>();
+  /** Connections refused for the count, answered and lingering (at most `maxConnections`). */
+  const refusing = new Set<Socket>();
+  /** Admitted connections whose request head has not arrived yet, with their head timer. */
+  const waiting = new Map<Socket, ReturnType<typeof setTimeout>>();
   const deny = (host: string, port: number, reason: string) => report({ event: "denied", host, port, reason });
+  const tooBig = `more than ${config.maxBytesPerConnection} bytes`;
+  const over = (bytes: number) => config.maxBytesPerConnection > 0 && bytes > config.maxBytesPerConnection;
 
-  /** Join two sockets with the idle and byte bounds; report when it ends. */
-  function join(client: Socket, upstream: Socket, host: string, port: number, address: string): void {
-    let bytesOut = 0, bytesIn = 0, reason = "ended";
-    const over = () => config.maxBytesPerConnection > 0 && bytesOut + bytesIn > config.maxBytesPerConnection;
+  /**
+   * Relay `from`'s chunks to `to` with backpressure, counting each in `meter[direction]`; the
+   * chunk that takes both directions together past `maxBytesPerConnection` is not written,
+   * `cut` runs instead. Returns the relay of one chunk (for bytes that arrived before it).
+   */
+  function relay(from: Source, to: Sink, meter: Meter, direction: keyof Meter, cut: (why: string) => void): (chunk: Buffer) => void {
+    const pass = (chunk: Buffer) => {
+      meter[direction] += chunk.length;
+      if (over(meter.bytesOut + meter.bytesIn)) return cut(tooBig);
+      if (!to.write(chunk)) from.pause();
+    };
+    from.on("data", pass);
+    to.on("drain", () => from.resume());
+    return pass;
+  }
+
+  /** The first complete request head of an admitted connection: stop its head timer. */
+  function headArrived(socket: Socket): boolean {
+    const timer = waiting.get(socket);
+    if (timer === undefined) return false; // timed out (being refused) or a pipelined second head
+    clearTimeout(timer);
+    waiting.delete(socket);
+    return true;
+  }
+
+  /**
+   * Join a guest socket and its tunnel's upstream with the idle and byte bounds; report when it
+   * ends. `head` (bytes the guest sent in the same packet as its CONNECT) is counted and
+   * forwarded like every later byte.
+   */
+  function join(client: Socket, upstream: Socket, head: Buffer, host: string, port: number, address: string): void {
+    const meter: Meter = { bytesOut: 0, bytesIn: 0 };
+    let reason = "ended";
     const end = (why: string) => {
       if (reason === "ended") reason = why;
       client.destroy();
       upstream.destroy();
     };
-    client.on("data", (chunk: Buffer) => {
-      bytesOut += chunk.length;
-      if (over()) return end(`more than ${config.maxBytesPerConnection} bytes`);
-      if (!upstream.write(chunk)) client.pause();
-    });
-    upstream.on("data", (chunk: Buffer) => {
-      bytesIn += chunk.length;
-      if (over()) return end(`more than ${config.maxBytesPerConnection} bytes`);
-      if (!client.write(chunk)) upstream.pause();
-    });
-    upstream.on("drain", () => client.resume());
-    client.on("drain", () => upstream.resume());
+    let reported = false;
+    const closed = () => {
+      if (reported || !client.destroyed || !upstream.destroyed) return;
+      reported = true;
+      report({ event: "closed", host, port, address, reason, ...meter });
+    };
+    client.on("close", () => { upstream.destroy(); closed(); });
+    upstream.on("close", () => { client.destroy(); closed(); });
+    const fromGuest = relay(client, upstream, meter, "bytesOut", end);
+    relay(upstream, client, meter, "bytesIn", end);
     client.on("end", () => upstream.end());
     upstream.on("end", () => client.end());
     for (const socket of [client, upstream]) {
       socket.setTimeout(config.idleTimeoutMs, () => end(`idle for ${config.idleTimeoutMs} ms`));
       socket.on("error", () => end("connection error"));
     }
-    let reported = false;
-    const closed = () => {
-      if (reported || !client.destroyed || !upstream.destroyed) return;
-      reported = true;
-      report({ event: "closed", host, port, address, reason, bytesOut, bytesIn });
+    if (head.length > 0) fromGuest(head);
+  }
+
+  /**
+   * Forward one absolute-form request to `address` on its own upstream connection, with the
+   * idle and byte bounds (request body and response body, both directions together); report
+   * `closed` once the answer is done or cut.
+   */
+  function forward(request: IncomingMessage, response: ServerResponse, target: URL, host: string, port: number, address: string): void {
+    const client = request.socket;
+    const meter: Meter = { bytesOut: 0, bytesIn: 0 };
+    let reason = "ended";
+    const headers = { ...request.headers };
+    for (const name of HOP_HEADERS) delete headers[name];
+    const upstream = httpRequest({
+      host: address,
+      port,
+      method: request.method,
+      path: `${target.pathname}${target.search}`,
+      headers: { ...headers, host: target.host, connection: "close" },
+      setHost: false,
+      agent: false,
+    });
+    const cut = (why: string) => {
+      if (reason === "ended") reason = why;
+      upstream.destroy();
+      client.destroy();
     };
-    client.on("close", () => { upstream.destroy(); closed(); });
-    upstream.on("close", () => { client.destroy(); closed(); });
+    let reported = false;
+    response.once("close", () => {
+      upstream.destroy();
+      if (reported) return;
+      reported = true;
+      report({ event: "closed", host, port, address, reason, ...meter });
+    });
+    upstream.on("response", (answer: IncomingMessage) => {
+      const answerHeaders = { ...answer.headers };
+      for (const name of HOP_HEADERS) delete answerHeaders[name];
+      response.writeHead(answer.statusCode ?? 502, { ...answerHeaders, connection: "close" });
+      relay(answer, response, meter, "bytesIn", cut);
+      answer.on("end", () => response.end());
+      answer.on("error", () => cut("connection error"));
+      response.on("error", () => cut("connection error"));
+    });
+    relay(request, upstream, meter, "bytesOut", cut);
+    request.on("end", () => upstream.end());
+    upstream.setTimeout(config.idleTimeoutMs, () => cut(`idle for ${config.idleTimeoutMs} ms`));
+    upstream.on("error", (error: Error) => {
+      if (reason !== "ended") return; // cut on purpose
+      reason = `upstream failed: ${error.message}`;
+      if (response.headersSent) client.destroy();
+      else plain(response, 502, `upstream failed: ${error.message}`);
+    });
   }
 
-  function admit(socket: Socket, host: string, port: number): boolean {
-    if (open.size >= config.maxConnections) {
-      deny(host, port, `more than ${config.maxConnections} connections at once`);
-      return false;
-    }
-    open.add(socket);
-    socket.on("close", () => open.delete(socket));
-    return true;
-  }
-
-  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+  const http: HttpServer = createHttpServer({ headersTimeout: 0, requestTimeout: 0 }, (request: IncomingMessage, response: ServerResponse) => {
+    if (!headArrived(request.socket)) return; // a late head on a refused socket, or a pipelined one: never answered
     // Absolute-form HTTP: `GET http://host[:port]/path`.
     let target: URL;
     try {
       target = new URL(request.url ?? "");
     } catch {
-      response.writeHead(400, { "content-type": "text/plain" }).end("egress proxy: only absolute-form http:// requests and CONNECT are proxied\n");
-      return;
+      return plain(response, 400, "only absolute-form http:// requests and CONNECT are proxied");
     }
-    if (target.protocol !== "http:") {
-      response.writeHead(400, { "content-type": "text/plain" }).end("egress proxy: use CONNECT for https\n");
-      return;
-    }
+    if (target.protocol !== "http:") return plain(response, 400, "use CONNECT for https");
     const host = target.hostname.replace(/^\[|\]$/gu, "");
     const port = Number(target.port || 80);
     if (host.length > MAX_HOST_LENGTH) {
       deny(shown(host), port, `host name longer than ${MAX_HOST_LENGTH} characters`);
-      response.writeHead(400, { "content-type": "text/plain" }).end(`egress proxy: host name longer than ${MAX_HOST_LENGTH} characters\n`);
-      return;
-    }
-    if (!admit(request.socket, host, port)) {
-      response.writeHead(503, { "content-type": "text/plain" }).end("egress proxy: too many connections\n");
-      return;
+      return plain(response, 400, `host name longer than ${MAX_HOST_LENGTH} characters`);
     }
     decide(host, port, config).then((verdict) => {
       if ("denied" in verdict) {
         deny(host, port, verdict.denied);
-        response.writeHead(403, { "content-type": "text/plain" }).end(`egress proxy: denied: ${verdict.denied}\n`);
-        return;
+        return plain(response, 403, `denied: ${verdict.denied}`);
       }
       report({ event: "allowed", host, port, address: verdict.address });
-      const headers = { ...request.headers };
-      delete headers["proxy-connection"];
-      delete headers["proxy-authorization"];
-      const upstream = httpRequest({
-        host: verdict.address,
-        port,
-        method: request.method,
-        path: `${target.pathname}${target.search}`,
-        headers: { ...headers, host: target.host },
-        setHost: false,
-      }, (answer) => {
-        response.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(response);
-      });
-      upstream.setTimeout(config.idleTimeoutMs, () => upstream.destroy(new Error("idle")));
-      upstream.on("error", (error) => {
-        if (!response.headersSent) response.writeHead(502, { "content-type": "text/plain" });
-        response.end(`egress proxy: upstream failed: ${error.message}\n`);
-      });
-      request.pipe(upstream);
-    });
+      forward(request, response, target, host, port, verdict.address);
+    }).catch(() => request.socket.destroy()); // never an unhandled rejection: it would end the proxy
   });
-  server.headersTimeout = config.idleTimeoutMs;
-  server.requestTimeout = 0;
-  server.on("connect", (request: IncomingMessage, client: Socket, head: Buffer) => {
+  http.on("connect", (request: IncomingMessage, client: Socket, head: Buffer) => {
+    if (!headArrived(client)) return void client.destroy();
     const authority = splitAuthority(request.url ?? "");
     if (!authority) {
       deny(shown(request.url ?? ""), 0, "CONNECT needs host:port");
-      refuse(client, "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\r\negress proxy: CONNECT needs host:port\n");
-      return;
+      return refuse(client, rawAnswer("400 Bad Request", "CONNECT needs host:port"));
     }
     const { host, port } = authority;
     if (host.length > MAX_HOST_LENGTH) {
       deny(shown(host), port, `host name longer than ${MAX_HOST_LENGTH} characters`);
-      refuse(client, `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\r\negress proxy: host name longer than ${MAX_HOST_LENGTH} characters\n`);
-      return;
+      return refuse(client, rawAnswer("400 Bad Request", `host name longer than ${MAX_HOST_LENGTH} characters`));
     }
-    if (!admit(client, host, port)) {
-      refuse(client, "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\r\negress proxy: too many connections\n");
-      return;
-    }
-    client.on("error", () => client.destroy());
     decide(host, port, config).then((verdict) => {
       if ("denied" in verdict) {
         deny(host, port, verdict.denied);
-        refuse(client, `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\negress proxy: denied: ${verdict.denied}\n`);
-        return;
+        return refuse(client, rawAnswer("403 Forbidden", `denied: ${verdict.denied}`));
       }
+      if (client.destroyed) return; // the guest left while the name was looked up
       const upstream = connect({ host: verdict.address, port });
       let connected = false;
       upstream.once("connect", () => {
         connected = true;
         report({ event: "allowed", host, port, address: verdict.address });
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-        if (head.length > 0) upstream.write(head);
-        join(client, upstream, host, port, verdict.address);
+        join(client, upstream, head, host, port, verdict.address);
       });
       // Node clears `connecting` before it emits a connect failure, so the flag is our own.
       upstream.once("error", (error) => {
         if (connected) return;
         upstream.destroy();
         deny(host, port, `cannot connect to ${verdict.address}:${port}: ${error.message}`);
-        refuse(client, "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n\r\negress proxy: upstream unreachable\n");
+        refuse(client, rawAnswer("502 Bad Gateway", "upstream unreachable"));
       });
+    }).catch(() => client.destroy()); // never an unhandled rejection: it would end the proxy
+  });
+
+  const listener: TcpServer = createTcpServer((socket: Socket) => {
+    socket.on("error", () => socket.destroy());
+    if (admitted.size >= config.maxConnections) {
+      deny("", 0, `more than ${config.maxConnections} connections at once`);
+      if (refusing.size >= config.maxConnections) return void socket.destroy();
+      refusing.add(socket);
+      socket.once("close", () => refusing.delete(socket));
+      return refuse(socket, rawAnswer("503 Service Unavailable", "too many connections"));
+    }
+    admitted.add(socket);
+    const timer = setTimeout(() => {
+      waiting.delete(socket);
+      deny("", 0, `no complete request head within ${config.headersTimeoutMs} ms`);
+      refuse(socket, rawAnswer("408 Request Timeout", `no complete request head within ${config.headersTimeoutMs} ms`));
+    }, config.headersTimeoutMs);
+    waiting.set(socket, timer);
+    socket.once("close", () => {
+      clearTimeout(timer);
+      waiting.delete(socket);
+      admitted.delete(socket);
     });
+    http.emit("connection", socket);
   });
   return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, () => {
-      const address = server.address();
+    listener.once("error", reject);
+    listener.listen(config.port, () => {
+      const address = listener.address();
       resolve({
-        server,
+        server: listener,
         port: typeof address === "object" && address ? address.port : config.port,
+        get connections() {
+          return admitted.size + refusing.size;
+        },
         close: () =>
           new Promise<void>((done) => {
-            for (const socket of open) socket.destroy();
-            server.close(() => done());
-            server.closeAllConnections?.();
+            listener.close(() => done());
+            for (const socket of [...admitted, ...refusing]) socket.destroy();
           }),
       });
     });

@@ -37,6 +37,7 @@ test("normalizePolicy fills an allowlist's defaults, lower-cases names and freez
     addresses: [],
     resolve: { "api.example.com": ["203.0.113.7"] },
     maxConnections: 64,
+    headersTimeoutMs: 30_000,
     idleTimeoutMs: 300_000,
     maxBytesPerConnection: 0,
   });
@@ -74,6 +75,9 @@ test("normalizePolicy refuses a malformed allowlist, naming the field and the fi
     `Cannot reserve sandbox: policy.network takes ${bigBytes} bytes of JSON (hosts, addresses and resolve together), more than 98304: the proxy receives it as one environment string, which Linux bounds at 128 KiB; list fewer or shorter entries (use wildcards and CIDR ranges)`,
   );
   refused({ kind: "allowlist", hosts: ["a.test"], maxConnections: 1025 }, "Cannot reserve sandbox: policy.network.maxConnections must be an integer from 1 to 1024 connections");
+  refused({ kind: "allowlist", hosts: ["a.test"], headersTimeoutMs: 999 }, "Cannot reserve sandbox: policy.network.headersTimeoutMs must be an integer from 1000 to 86400000 milliseconds");
+  refused({ kind: "allowlist", hosts: ["a.test"], headersTimeoutMs: 86_400_001 }, "Cannot reserve sandbox: policy.network.headersTimeoutMs must be an integer from 1000 to 86400000 milliseconds");
+  refused({ kind: "allowlist", hosts: ["a.test"], headersTimeoutMs: 1500.5 }, "Cannot reserve sandbox: policy.network.headersTimeoutMs must be an integer from 1000 to 86400000 milliseconds");
   refused({ kind: "allowlist", hosts: ["a.test"], idleTimeoutMs: 999 }, "Cannot reserve sandbox: policy.network.idleTimeoutMs must be an integer from 1000 to 86400000 milliseconds");
   refused({ kind: "allowlist", hosts: ["a.test"], maxBytesPerConnection: -1 }, "Cannot reserve sandbox: policy.network.maxBytesPerConnection must be an integer from 0 to 9007199254740991 bytes");
   refused({ kind: "allowlist", hosts: ["a.test"], extra: 1 }, "Cannot reserve sandbox: policy.network.extra is not a known field");

@@ -16,7 +16,7 @@ const spec: ProxySpec = {
   imageDigest: image,
   user: { uid: 65533, gid: 65533 },
   program: "console.log('proxy')",
-  config: { port: 3128, hosts: ["a.test"], addresses: [], hostAddresses: [], resolve: {}, maxConnections: 8, idleTimeoutMs: 1000, maxBytesPerConnection: 0 },
+  config: { port: 3128, hosts: ["a.test"], addresses: [], hostAddresses: [], resolve: {}, maxConnections: 8, headersTimeoutMs: 1000, idleTimeoutMs: 1000, maxBytesPerConnection: 0 },
   internalNetwork: "n-internal",
   egressNetwork: "n-egress",
   labels: { a: "b" },
@@ -49,6 +49,7 @@ function inspectOf(change: (inspect: Inspect) => void = () => {}): ContainerInsp
 
 test("proxyMismatches accepts the readback of its own create body and names every changed field", () => {
   assert.deepEqual(proxyMismatches(inspectOf(), spec, true), []);
+  assert.deepEqual((proxyCreateBody(spec).HostConfig as { Ulimits: unknown }).Ulimits, [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: 4096, Hard: 4096 }]);
   const cases: [(inspect: Inspect) => void, string][] = [
     [(i) => (i.HostConfig.ReadonlyRootfs = false), "HostConfig.ReadonlyRootfs is false"],
     [(i) => (i.HostConfig.CapAdd = ["NET_ADMIN"]), 'HostConfig.CapAdd is ["NET_ADMIN"]'],
@@ -56,6 +57,9 @@ test("proxyMismatches accepts the readback of its own create body and names ever
     [(i) => (i.HostConfig.Memory = 0), "HostConfig.Memory is 0"],
     [(i) => (i.HostConfig.PidsLimit = null), "HostConfig.PidsLimit is null"],
     [(i) => (i.HostConfig.Binds = ["/:/host"]), 'HostConfig.Binds is ["/:/host"]'],
+    [(i) => (i.HostConfig.Ulimits = null), "HostConfig.Ulimits is []"],
+    [(i) => (i.HostConfig.Ulimits = [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: 4096, Hard: 1048576 }]),
+      'HostConfig.Ulimits is [{"Name":"core","Soft":0,"Hard":0},{"Name":"nofile","Soft":4096,"Hard":1048576}]'],
     [(i) => (i.Config.Cmd = ["-e", "evil()"]), "entrypoint/command is not the proxy program"],
     [(i) => (i.Config.Env = ["PATH=/bin"]), "environment lacks the proxy's configuration"],
     [(i) => (i.Config.User = "0:0"), "user is '0:0'"],

@@ -10,6 +10,7 @@ import {
   addressDefect,
   decide,
   type EgressEvent,
+  type EgressProxy,
   type EgressProxyConfig,
   hostAllowed,
   startEgressProxy,
@@ -22,6 +23,7 @@ const base: EgressProxyConfig = {
   hostAddresses: [],
   resolve: {},
   maxConnections: 8,
+  headersTimeoutMs: 30_000,
   idleTimeoutMs: 30_000,
   maxBytesPerConnection: 0,
 };
@@ -66,12 +68,12 @@ test("decide resolves through the override and refuses a listed name that points
 
 async function withProxy(
   config: Partial<EgressProxyConfig>,
-  fn: (port: number, events: EgressEvent[]) => Promise<void>,
+  fn: (port: number, events: EgressEvent[], proxy: EgressProxy) => Promise<void>,
 ): Promise<void> {
   const events: EgressEvent[] = [];
   const proxy = await startEgressProxy({ ...base, ...config }, (event) => events.push(event));
   try {
-    await fn(proxy.port, events);
+    await fn(proxy.port, events, proxy);
   } finally {
     await proxy.close();
   }
@@ -115,17 +117,32 @@ function tunnel(proxyPort: number, authority: string): Promise<{ socket: ReturnT
   });
 }
 
+/** Tunnel to an echo server at `authority`, check that "ping" comes back, and return the tunnel. */
+async function pingThrough(proxyPort: number, authority: string): Promise<ReturnType<typeof connect>> {
+  const { socket, status } = await tunnel(proxyPort, authority);
+  assert.equal(status, "HTTP/1.1 200 Connection Established");
+  socket.write("ping");
+  const [reply] = await once(socket, "data");
+  assert.equal(reply.toString(), "ping");
+  return socket;
+}
+
 test("EgressProxy forwards an allowed absolute-form request, refuses another host with 403 and a denied event", async () => {
   const upstream = createServer((req, res) => res.end(`hello ${req.headers.host} ${req.url}`)).listen(0, "127.0.0.1");
   await once(upstream, "listening");
   const port = (upstream.address() as AddressInfo).port;
   try {
     await withProxy({ hosts: ["upstream.test"], resolve: { "upstream.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"] }, async (proxyPort, events) => {
-      assert.deepEqual(await get(proxyPort, `http://upstream.test:${port}/path?q=1`), { status: 200, body: `hello upstream.test:${port} /path?q=1` });
+      const body = `hello upstream.test:${port} /path?q=1`;
+      assert.deepEqual(await get(proxyPort, `http://upstream.test:${port}/path?q=1`), { status: 200, body });
+      // Like a tunnel, the request gets a closed event with its bytes (here: the response body).
+      assert.deepEqual(await closedEvent(events), {
+        event: "closed", host: "upstream.test", port, address: "127.0.0.1", reason: "ended", bytesOut: 0, bytesIn: body.length,
+      });
       const refused = await get(proxyPort, `http://other.test:${port}/`);
       assert.equal(refused.status, 403);
       assert.match(refused.body, /^egress proxy: denied: other\.test:\d+ is not on the allowlist/);
-      assert.deepEqual(events.map((e) => [e.event, e.host]), [["allowed", "upstream.test"], ["denied", "other.test"]]);
+      assert.deepEqual(events.map((e) => [e.event, e.host]), [["allowed", "upstream.test"], ["closed", "upstream.test"], ["denied", "other.test"]]);
     });
     // Without the explicit address, the same name pointing at loopback is refused.
     await withProxy({ hosts: ["upstream.test"], resolve: { "upstream.test": ["127.0.0.1"] } }, async (proxyPort, events) => {
@@ -144,11 +161,7 @@ test("EgressProxy tunnels an allowed CONNECT both ways and reports the bytes whe
   const port = (echo.address() as AddressInfo).port;
   try {
     await withProxy({ hosts: [`echo.test:${port}`], resolve: { "echo.test": ["127.0.0.1"] }, addresses: ["127.0.0.1/32"] }, async (proxyPort, events) => {
-      const { socket, status } = await tunnel(proxyPort, `echo.test:${port}`);
-      assert.equal(status, "HTTP/1.1 200 Connection Established");
-      socket.write("ping");
-      const [reply] = await once(socket, "data");
-      assert.equal(reply.toString(), "ping");
+      const socket = await pingThrough(proxyPort, `echo.test:${port}`);
       socket.end();
       await once(socket, "close");
       await closedEvent(events);
@@ -256,4 +269,164 @@ test("decide looks up only the override's own names: a listed `constructor` is r
   // ("is not iterable"), which ended the proxy. Now the name goes to the system resolver.
   if ("denied" in verdict) assert.match(verdict.denied, /^constructor (does not resolve|resolves to)/);
   else assert.equal(typeof verdict.address, "string");
+});
+
+/** Listen on an ephemeral port of 127.0.0.1 and return it. */
+async function localPort(server: { listen(port: number, host: string): unknown; address(): unknown; once(event: "listening", fn: () => void): unknown }): Promise<number> {
+  const listening = new Promise<void>((resolve) => server.once("listening", resolve));
+  server.listen(0, "127.0.0.1");
+  await listening;
+  return (server.address() as AddressInfo).port;
+}
+
+/** Resolves once `condition` holds, checking every 10 ms (the test's own timeout bounds it). */
+function until(condition: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => (condition() ? resolve() : setTimeout(check, 10));
+    check();
+  });
+}
+
+/** Write `bytes` on a fresh connection to the proxy in one write; resolve with what came back once it closed. */
+function exchange(proxyPort: number, bytes: Buffer): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const socket = connect(proxyPort, "127.0.0.1", () => socket.write(bytes));
+    const received: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => received.push(chunk)).on("error", () => {}).on("close", () => resolve(Buffer.concat(received)));
+  });
+}
+
+test("EgressProxy counts and forwards the bytes a guest sends in the same packet as its CONNECT under maxBytesPerConnection", async () => {
+  let sunk = 0;
+  const sink = createTcpServer((socket) => socket.on("data", (chunk: Buffer) => (sunk += chunk.length)).on("error", () => {}));
+  const port = await localPort(sink);
+  const allow = { hosts: ["sink.test"], resolve: { "sink.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"], maxBytesPerConnection: 1000 };
+  const connectHead = Buffer.from(`CONNECT sink.test:${port} HTTP/1.1\r\nHost: sink.test:${port}\r\n\r\n`);
+  try {
+    // Within the bound: the 500 bytes after the head reach the upstream and are counted.
+    await withProxy(allow, async (proxyPort, events) => {
+      const socket = connect(proxyPort, "127.0.0.1", () => socket.write(Buffer.concat([connectHead, Buffer.alloc(500, 1)])));
+      socket.on("error", () => {});
+      await until(() => sunk === 500);
+      socket.end();
+      assert.deepEqual(await closedEvent(events), {
+        event: "closed", host: "sink.test", port, address: "127.0.0.1", reason: "ended", bytesOut: 500, bytesIn: 0,
+      });
+    });
+    // Past it in the first packet: the tunnel is closed and at most the bound reached the upstream.
+    sunk = 0;
+    await withProxy(allow, async (proxyPort, events) => {
+      const answer = await exchange(proxyPort, Buffer.concat([connectHead, Buffer.alloc(5000, 1)]));
+      assert.match(answer.toString("latin1"), /^HTTP\/1\.1 200 Connection Established\r\n\r\n$/u);
+      const closed = await closedEvent(events);
+      assert.equal(closed.reason, "more than 1000 bytes");
+      assert.ok(closed.bytesOut! > 1000 && closed.bytesOut! <= 5000 && closed.bytesIn === 0, JSON.stringify(closed));
+      assert.ok(sunk <= 1000, `${sunk} bytes reached the upstream`);
+    });
+  } finally {
+    sink.close();
+  }
+});
+
+test("EgressProxy bounds an absolute-form request's request and response bodies by maxBytesPerConnection and reports them closed", async () => {
+  let received = 0;
+  const upstream = createServer((req, res) => {
+    req.on("data", (chunk: Buffer) => (received += chunk.length));
+    req.on("end", () => res.end("r".repeat(Number(req.headers["x-answer-bytes"] ?? 0))));
+  });
+  const port = await localPort(upstream);
+  const allow = { hosts: ["up.test"], resolve: { "up.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"], maxBytesPerConnection: 1000 };
+  const post = (bodyBytes: number, answerBytes: number) =>
+    Buffer.concat([
+      Buffer.from(`POST http://up.test:${port}/ HTTP/1.1\r\nHost: up.test:${port}\r\ncontent-length: ${bodyBytes}\r\nx-answer-bytes: ${answerBytes}\r\n\r\n`),
+      Buffer.alloc(bodyBytes, 1),
+    ]);
+  try {
+    await withProxy(allow, async (proxyPort, events) => {
+      // Within the bound both ways: 300 bytes up, 200 down, counted exactly.
+      const answer = (await exchange(proxyPort, post(300, 200))).toString("latin1");
+      assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/u);
+      assert.ok(answer.endsWith(`\r\n\r\n${"r".repeat(200)}`), answer);
+      assert.match(answer, /\r\nconnection: close\r\n/iu);
+      assert.equal(received, 300);
+      assert.deepEqual(await closedEvent(events), {
+        event: "closed", host: "up.test", port, address: "127.0.0.1", reason: "ended", bytesOut: 300, bytesIn: 200,
+      });
+    });
+    received = 0;
+    await withProxy(allow, async (proxyPort, events) => {
+      // A request body past the bound: cut, and at most the bound reached the upstream.
+      await exchange(proxyPort, post(5000, 0));
+      const closed = await closedEvent(events);
+      assert.equal(closed.reason, "more than 1000 bytes");
+      assert.ok(closed.bytesOut! > 1000 && closed.bytesIn === 0, JSON.stringify(closed));
+      assert.ok(received <= 1000, `${received} body bytes reached the upstream`);
+    });
+    await withProxy(allow, async (proxyPort, events) => {
+      // A response body past the bound: cut, and at most the bound reached the guest.
+      const answer = (await exchange(proxyPort, post(0, 5000))).toString("latin1");
+      const body = answer.includes("\r\n\r\n") ? answer.slice(answer.indexOf("\r\n\r\n") + 4) : "";
+      assert.ok(body.length <= 1000, `${body.length} body bytes reached the guest`);
+      const closed = await closedEvent(events);
+      assert.equal(closed.reason, "more than 1000 bytes");
+      assert.ok(closed.bytesOut === 0 && closed.bytesIn! > 1000, JSON.stringify(closed));
+    });
+  } finally {
+    upstream.close();
+  }
+});
+
+test("EgressProxy counts silent TCP connections against maxConnections: past it they are refused at once, and the proxy still serves afterwards", async () => {
+  const echo = createTcpServer((socket) => socket.pipe(socket));
+  const port = await localPort(echo);
+  const allow = { hosts: ["echo.test"], resolve: { "echo.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"], maxConnections: 4, headersTimeoutMs: 600_000 };
+  try {
+    await withProxy(allow, async (proxyPort, events, proxy) => {
+      const silent = Array.from({ length: 50 }, () => {
+        const socket = connect(proxyPort, "127.0.0.1");
+        const state = { socket, received: "", closed: false };
+        socket.on("data", (chunk: Buffer) => (state.received += chunk.toString("latin1"))).on("error", () => {});
+        socket.on("close", () => (state.closed = true));
+        return state;
+      });
+      // 46 are refused by the proxy (answered 503, or closed without an answer while 4
+      // refused ones still linger); the 4 it admitted stay open and get nothing.
+      await until(() => silent.filter((s) => s.closed).length === 46);
+      const refusal = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\negress proxy: too many connections\n";
+      const closed = silent.filter((s) => s.closed);
+      assert.ok(closed.every((s) => s.received === refusal || s.received === ""), JSON.stringify(closed.map((s) => s.received)));
+      assert.ok(closed.some((s) => s.received === refusal), "the first refused connection is answered");
+      const open = silent.filter((s) => !s.closed);
+      assert.equal(open.length, 4);
+      assert.ok(open.every((s) => s.received === ""));
+      await until(() => proxy.connections === 4);
+      const denied = events.filter((e) => e.event === "denied");
+      assert.deepEqual(denied.length, 46);
+      assert.ok(denied.every((e) => e.host === "" && e.port === 0 && e.reason === "more than 4 connections at once"));
+      // Released, the slots serve an allowed tunnel again.
+      for (const s of open) s.socket.destroy();
+      await until(() => proxy.connections === 0);
+      (await pingThrough(proxyPort, `echo.test:${port}`)).destroy();
+    });
+  } finally {
+    echo.close();
+  }
+});
+
+test("EgressProxy closes a connection without a complete request head after headersTimeoutMs with 408 and a denied event", async () => {
+  await withProxy({ hosts: ["a.test"], headersTimeoutMs: 100 }, async (proxyPort, events, proxy) => {
+    const timeout = "HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\negress proxy: no complete request head within 100 ms\n";
+    // One sends nothing, one a head that never ends (a byte at a time would do the same).
+    const [silent, partial] = await Promise.all([
+      exchange(proxyPort, Buffer.alloc(0)),
+      exchange(proxyPort, Buffer.from("CONNECT a.test:443 HTTP/1.1\r\nHost: a.te")),
+    ]);
+    assert.equal(silent.toString("latin1"), timeout);
+    assert.equal(partial.toString("latin1"), timeout);
+    assert.deepEqual(events, [
+      { event: "denied", host: "", port: 0, reason: "no complete request head within 100 ms" },
+      { event: "denied", host: "", port: 0, reason: "no complete request head within 100 ms" },
+    ]);
+    await until(() => proxy.connections === 0);
+  });
 });
