@@ -107,9 +107,39 @@ export class ByteReader {
    * @returns The bytes, or `null` at the end of the stream.
    * @throws {TypeError} When the source yields something other than a `Uint8Array`.
    */
-  async read(max: number): Promise<Uint8Array | null> {
-    if (this.#chunk.byteLength === 0 && !(await this.#fill())) return null;
+  read(max: number): Promise<Uint8Array | null> {
+    // Buffered bytes without an async frame: a decoder reads the rest of a source chunk
+    // this way once per HTTP chunk of an export (~30,000 per GiB).
+    if (this.#chunk.byteLength > 0) return Promise.resolve(this.#take(Math.min(max, this.#chunk.byteLength)));
+    return this.#readFilled(max);
+  }
+
+  async #readFilled(max: number): Promise<Uint8Array | null> {
+    if (!(await this.#fill())) return null;
     return this.#take(Math.min(max, this.#chunk.byteLength));
+  }
+
+  /**
+   * The buffered bytes, as a view, without consuming them or touching the source; what
+   * {@linkcode ByteReader.buffered} counts. Valid until the next call that consumes.
+   *
+   * @returns The unconsumed rest of the current source chunk (possibly empty).
+   */
+  peekBuffered(): Uint8Array {
+    return this.#chunk;
+  }
+
+  /**
+   * Consumes `count` buffered bytes without touching the source.
+   *
+   * @param count Bytes to consume, at most {@linkcode ByteReader.buffered}.
+   * @throws {RangeError} When fewer than `count` bytes are buffered.
+   */
+  skipBuffered(count: number): void {
+    if (count > this.#chunk.byteLength) {
+      throw new RangeError(`Cannot skip ${count} bytes: only ${this.#chunk.byteLength} are buffered`);
+    }
+    this.#take(count);
   }
 
   /**

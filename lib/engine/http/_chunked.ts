@@ -15,6 +15,20 @@ import { MAX_CHUNK_SIZE_LINE_BYTES, MAX_TRAILER_BYTES } from "./limits.ts";
 /** `chunk-size [ ; chunk-ext ]`: hex digits, then optional extensions we ignore. */
 const CHUNK_SIZE_LINE = /^([0-9A-Fa-f]{1,16})(;[\t\x20-\x7e]*)?$/;
 
+/**
+ * Most hex digits the buffered fast path parses: 12 digits stay far below 2^53 (any longer
+ * size goes through the strict path and its safe-integer check).
+ */
+const FAST_SIZE_DIGITS = 12;
+
+/** The value of an ASCII hex digit, `-1` for any other byte. */
+function hexValue(byte: number): number {
+  if (byte >= 0x30 && byte <= 0x39) return byte - 0x30;
+  if (byte >= 0x41 && byte <= 0x46) return byte - 0x37;
+  if (byte >= 0x61 && byte <= 0x66) return byte - 0x57;
+  return -1;
+}
+
 function invalid(reason: string): DockerEngineTransportError {
   return new DockerEngineTransportError(
     "invalid_response",
@@ -41,11 +55,11 @@ export class ChunkedDecoder implements BodyDecoder {
     for (;;) {
       if (this.#remaining === -2) return null;
       if (this.#remaining === 0) {
-        await this.#readDataEnd();
+        if (!this.#readBufferedDataEnd()) await this.#readDataEnd();
         this.#remaining = -1;
       }
       if (this.#remaining === -1) {
-        const size = await this.#readSize();
+        const size = this.#readBufferedSize() ?? await this.#readSize();
         if (size === 0) {
           await this.#readTrailers();
           this.#remaining = -2;
@@ -58,6 +72,45 @@ export class ChunkedDecoder implements BodyDecoder {
       this.#remaining -= piece.byteLength;
       return piece;
     }
+  }
+
+  /**
+   * The common chunk-size line, parsed from buffered bytes without awaiting: up to
+   * {@linkcode FAST_SIZE_DIGITS} hex digits and CRLF, no extension. Profiled on Node 26,
+   * the line and data-end reads through `readLine` cost ~10 % of an export's CPU (one per
+   * HTTP chunk of at most 32 KiB from the Engine). Anything else (an extension, a line not
+   * fully buffered yet, a malformed one) is left to {@linkcode ChunkedDecoder.#readSize},
+   * which applies every rule and names the error.
+   *
+   * @returns The size, with the line consumed; `undefined` (nothing consumed) otherwise.
+   */
+  #readBufferedSize(): number | undefined {
+    const bytes = this.#reader.peekBuffered();
+    let size = 0;
+    let at = 0;
+    for (; at < bytes.byteLength && at <= FAST_SIZE_DIGITS; at++) {
+      const digit = hexValue(bytes[at]);
+      if (digit === -1) break;
+      size = size * 16 + digit;
+    }
+    if (at === 0 || at > FAST_SIZE_DIGITS || at + 2 > bytes.byteLength) return undefined;
+    if (bytes[at] !== 0x0d || bytes[at + 1] !== 0x0a) return undefined;
+    this.#reader.skipBuffered(at + 2);
+    return size;
+  }
+
+  /**
+   * The CRLF after a chunk's data, checked from buffered bytes without awaiting.
+   *
+   * @returns Whether it was read (two bytes were buffered); `false` leaves it to
+   * {@linkcode ChunkedDecoder.#readDataEnd}.
+   */
+  #readBufferedDataEnd(): boolean {
+    const bytes = this.#reader.peekBuffered();
+    if (bytes.byteLength < 2) return false;
+    if (bytes[0] !== 0x0d || bytes[1] !== 0x0a) throw invalid("a chunk's data is longer than its declared size");
+    this.#reader.skipBuffered(2);
+    return true;
   }
 
   async #readSize(): Promise<number> {

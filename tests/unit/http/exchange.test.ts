@@ -142,6 +142,23 @@ test("exchange decodes a chunked body split at every byte offset", async () => {
   }
 });
 
+test("exchange decodes chunk sizes of 1 to 16 hex digits in either case, buffered or split", async () => {
+  // Up to 12 digits are parsed from buffered bytes, longer sizes by the strict line reader.
+  for (let digits = 1; digits <= 16; digits++) {
+    for (const [size, data] of [["a", "0123456789"], ["B", "0123456789a"]]) {
+      const head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+      const response = latin1(`${head}${size.padStart(digits, "0")}\r\n${data}\r\n0\r\n\r\n`);
+      // Whole, and split right after the size line's first digit.
+      const split = head.length + 1;
+      for (const pieces of [[response], [response.subarray(0, split), response.subarray(split)]]) {
+        const { connector } = scriptedConnector(pieces);
+        const body = (await exchange({ socketPath: "/fake.sock", method: "GET", target: "/", connector })).body;
+        assert.equal(await readText(body), data, `${digits} digits of ${size}, ${pieces.length} pieces`);
+      }
+    }
+  }
+});
+
 test("exchange reads a close-delimited body", async () => {
   const engine = await startFakeEngine(async (connection) => {
     await connection.readRequest();
