@@ -121,7 +121,8 @@ export class ByteReader {
 
   /**
    * The buffered bytes, as a view, without consuming them or touching the source; what
-   * {@linkcode ByteReader.buffered} counts. Valid until the next call that consumes.
+   * {@linkcode ByteReader.buffered} counts. Later reads start at its first byte until
+   * something is consumed.
    *
    * @returns The unconsumed rest of the current source chunk (possibly empty).
    */

@@ -77,8 +77,8 @@ export class ChunkedDecoder implements BodyDecoder {
   /**
    * The common chunk-size line, parsed from buffered bytes without awaiting: up to
    * {@linkcode FAST_SIZE_DIGITS} hex digits and CRLF, no extension. Profiled on Node 26,
-   * the line and data-end reads through `readLine` cost ~10 % of an export's CPU (one per
-   * HTTP chunk of at most 32 KiB from the Engine). Anything else (an extension, a line not
+   * the line and data-end reads through `readLine` took about 8 % of an export's CPU (one
+   * per HTTP chunk, which the Engine sends at most 32 KiB long). Anything else (an extension, a line not
    * fully buffered yet, a malformed one) is left to {@linkcode ChunkedDecoder.#readSize},
    * which applies every rule and names the error.
    *
