@@ -95,12 +95,32 @@ export async function observeExit(
   streamEnded: Promise<void>,
   wait: ExitPollWait = sleep,
 ): Promise<ObservedExit> {
+  // The listener goes when the receipt settles: one left behind per process would pile up on
+  // the sandbox's signal for its whole life (and Node's EventTarget scans every listener on
+  // each add, so each start would cost more than the one before).
+  let onStopping!: () => void;
+  const stopping = new Promise<void>((resolve) => {
+    onStopping = resolve;
+    if (host.stopping.aborted) resolve();
+    else host.stopping.addEventListener("abort", onStopping, { once: true });
+  });
+  try {
+    return await observe(host, execId, streamEnded, wait, stopping);
+  } finally {
+    host.stopping.removeEventListener("abort", onStopping);
+  }
+}
+
+/** {@linkcode observeExit}'s schedule, with the sandbox's stop as a promise. */
+async function observe(
+  host: ExitObserverHost,
+  execId: string,
+  streamEnded: Promise<void>,
+  wait: ExitPollWait,
+  stopping: Promise<void>,
+): Promise<ObservedExit> {
   const unavailable: ObservedExit = Object.freeze({ kind: "unavailable", reason: "sandbox_stopped" });
   const timeoutMs = host.policy.deadlines.cleanupMs;
-  const stopping = new Promise<void>((resolve) => {
-    if (host.stopping.aborted) resolve();
-    host.stopping.addEventListener("abort", () => resolve(), { once: true });
-  });
   let ended = false;
   streamEnded.then(() => (ended = true));
   await wait(OPEN_STREAM_POLL_MS, [streamEnded, stopping]);

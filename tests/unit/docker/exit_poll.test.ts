@@ -156,3 +156,49 @@ test("observeExit polls every 2 s while the output is open and starts the backof
   assert.deepEqual(waits.map((wait) => wait.execInspects), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   assert.deepEqual(waits.map((wait) => wait.keeperInspects), [0, 0, 0, 0, 0, 0, 0, 1, 2, 3]);
 });
+
+test("observeExit removes its listener from the sandbox's stop signal once the receipt settles", async () => {
+  const exited = JSON.stringify({ ID: EXEC_ID, Running: false, ExitCode: 0, Pid: 0, ContainerID: KEEPER_ID });
+  const fake = await startFakeEngine(async (connection) => {
+    const { head } = await connection.readRequest();
+    const target = head.split(" ")[1];
+    if (target === "/version") return await connection.write(json(VERSION));
+    if (target === `/v1.51/exec/${EXEC_ID}/json`) return await connection.write(json(exited));
+    throw new Error(`unexpected request ${head}`);
+  });
+  try {
+    // The sandbox's signal, with its listeners counted: many processes over a sandbox's life
+    // must not leave one listener each behind.
+    const stop = new AbortController();
+    const live = new Set<unknown>();
+    const signal = stop.signal;
+    const add = signal.addEventListener.bind(signal);
+    const remove = signal.removeEventListener.bind(signal);
+    Object.assign(signal, {
+      addEventListener: (type: string, listener: EventListener, options?: AddEventListenerOptions) => {
+        live.add(listener);
+        add(type, listener, options);
+      },
+      removeEventListener: (type: string, listener: EventListener) => {
+        live.delete(listener);
+        remove(type, listener);
+      },
+    });
+    const host = {
+      engine: new DockerEngine(`unix://${fake.socketPath}`),
+      keeperId: KEEPER_ID,
+      policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 32 } }),
+      stopping: signal,
+      computeRemoved: Promise.resolve(),
+      stopFor: () => Promise.reject(new Error("the keeper is running: nothing may stop the sandbox")),
+    } satisfies ExitObserverHost;
+    for (let process = 0; process < 20; process++) {
+      const receipt = await observeExit(host, EXEC_ID, Promise.resolve(), () => Promise.resolve());
+      assert.deepEqual(receipt, { kind: "exited", code: 0 });
+      assert.equal(live.size, 0);
+    }
+    assert.deepEqual(fake.scriptErrors, []);
+  } finally {
+    await fake.close();
+  }
+});
