@@ -291,13 +291,6 @@ export class DockerProcess implements SandboxProcess {
     const ended = new AbortController();
     this.stdin = command.attachStdin ? stdinStream(attach, host.stopping, ended.signal) : detachedStdin();
     const streamEnded = output.done.then(() => undefined, () => undefined);
-    // The connection lives as long as the output. Descendants may write after the leader
-    // exited, but the Engine ends the stream about 2 s after the leader's exit (as with
-    // `docker exec`), so later output of descendants is not delivered.
-    streamEnded.then(() => {
-      host.stopping.removeEventListener("abort", onStopping);
-      attach.close().catch(() => {});
-    });
     const cancelTimeout = command.timeoutMs === undefined
       ? () => {}
       : setLongTimeout(() => void this.end("timeout").catch(() => {}), command.timeoutMs);
@@ -311,6 +304,14 @@ export class DockerProcess implements SandboxProcess {
       return Object.freeze(observed);
     });
     this.exit.catch(() => {});
+    // The connection lives as long as the output. Descendants may write after the leader
+    // exited, but the Engine ends the stream about 2 s after the leader's exit (as with
+    // `docker exec`), so later output of descendants is not delivered. Its close is
+    // registered after the exit observer, so the exit inspect goes out before the teardown.
+    streamEnded.then(() => {
+      host.stopping.removeEventListener("abort", onStopping);
+      attach.close().catch(() => {});
+    });
     // Once the output ended and the leader's exit was observed, nothing more can flow: the
     // connection is dropped, so a stdin write the guest will never read fails at once
     // instead of waiting for the socket to drain.

@@ -103,6 +103,12 @@ export class DockerEngine {
   /** Absolute path of the Engine's Unix socket. */
   readonly socketPath: string;
   #negotiated: Promise<string> | undefined;
+  /**
+   * The negotiated version once known, so a request need not wait a microtask turn for it:
+   * at the end of an exec the exit inspect then reaches the socket before the queued
+   * teardown of the attach connection runs.
+   */
+  #version: string | undefined;
 
   /**
    * Create a client; inert (no I/O).
@@ -149,7 +155,7 @@ export class DockerEngine {
    */
   apiVersion(options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string> {
     if (!this.#negotiated) {
-      const attempt = this.version(options).then((version) => negotiateApiVersion(version.ApiVersion));
+      const attempt = this.version(options).then((version) => (this.#version = negotiateApiVersion(version.ApiVersion)));
       this.#negotiated = attempt;
       // A failed negotiation (say, a deadline) may be retried by the next call.
       attempt.catch(() => {
@@ -285,7 +291,7 @@ export class DockerEngine {
 
   async #exchangeOptions(method: DockerEngineMethod, path: string, options: DockerEngineStreamOptions): Promise<EngineExchangeOptions> {
     const { query, ...rest } = options;
-    const version = await this.apiVersion({ signal: options.signal });
+    const version = this.#version ?? await this.apiVersion({ signal: options.signal });
     return { ...rest, socketPath: this.socketPath, method, target: target(version, path, query) };
   }
 
@@ -295,7 +301,7 @@ export class DockerEngine {
     options: DockerEngineRequestOptions<unknown>,
     versioned: boolean,
   ): Promise<DockerEngineReply<unknown>> {
-    const version = versioned ? await this.apiVersion({ signal: options.signal, timeoutMs: options.timeoutMs }) : undefined;
+    const version = versioned ? this.#version ?? await this.apiVersion({ signal: options.signal, timeoutMs: options.timeoutMs }) : undefined;
     const body = options.json === undefined ? undefined : new TextEncoder().encode(JSON.stringify(options.json));
     const reply = await requestBuffered({
       socketPath: this.socketPath,

@@ -41,7 +41,14 @@ export function connectWithin<T>(
   }
   const { signal, timeoutMs } = options;
   // An already aborted signal ends the race at once; it never opens a connection then.
-  const connecting = Promise.resolve().then(() => signal?.aborted ? new Promise<never>(() => {}) : open()).catch((error: unknown) => {
+  // Connecting starts now (not a microtask turn later), a synchronous throw becomes a rejection.
+  let opening: Promise<T>;
+  try {
+    opening = signal?.aborted ? new Promise<never>(() => {}) : open();
+  } catch (error) {
+    opening = Promise.reject(error);
+  }
+  const connecting = opening.catch((error: unknown) => {
     throw new DockerEngineTransportError(
       "connection",
       `Cannot connect to ${path}: ${describeSocketError(error)}`,

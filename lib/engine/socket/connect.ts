@@ -29,6 +29,8 @@ export function detectRuntime(): Runtime {
 }
 
 let adapter: Promise<UnixConnector> | undefined;
+/** The adapter once loaded: later connections start at once, not a microtask turn later. */
+let loaded: UnixConnector | undefined;
 
 function loadAdapter(): Promise<UnixConnector> {
   switch (detectRuntime()) {
@@ -71,6 +73,7 @@ export function connectUnixSocket(
   path: string,
   options?: ConnectOptions,
 ): Promise<SocketConnection> {
-  adapter ??= loadAdapter();
+  if (loaded !== undefined) return loaded(path, options);
+  adapter ??= loadAdapter().then((connect) => loaded = connect);
   return adapter.then((connect) => connect(path, options));
 }
