@@ -62,6 +62,7 @@ export function sandboxGoals(rows: readonly RowResult[]): GoalValue[] {
     { goal: "exec round trip: ours ÷ dockerode (time)", aim: "≤ 1.00×", value: ratio(median(exec?.variants[0]), median(find(exec, "dockerode"))) },
     { goal: 'sandbox.run("/bin/true"): ours ÷ dockerode exec (time)', aim: "≤ 1.00×", value: ratio(median(run?.variants[0]), median(find(run, "dockerode"))) },
     { goal: 'sandbox.run("/bin/true"): ours ÷ docker exec CLI (time)', aim: "≤ 0.70×", value: ratio(median(run?.variants[0]), median(find(run, "docker exec"))) },
+    { goal: 'sandbox.run("/bin/true"): ours ÷ dockerode running the same Cmd (time)', aim: "(reference)", value: ratio(median(run?.variants[0]), median(find(run, "dockerode exec of run()"))) },
     { goal: "warm pool: take() → first stdout byte", aim: "≤ 100 ms", value: milliseconds(median(pool?.variants[0])) },
     { goal: "cold reserve().start() → first stdout byte", aim: "(reference)", value: milliseconds(median(find(pool, "ours: cold"))) },
     { goal: "docker run → first stdout byte", aim: "(reference)", value: milliseconds(median(find(pool, "docker run"))) },

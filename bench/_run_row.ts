@@ -1,7 +1,10 @@
 // The `sandbox.run()` row of the sandbox benchmark: the short path's round trip in a running
 // sandbox against `docker exec C true` and dockerode's exec of the same command in the same
 // keeper, as the same user in the same directory. Its aims (issue 12): ours ≤ 1.0× dockerode
-// and ≤ 0.7× the CLI.
+// and ≤ 0.7× the CLI. A reference variant runs through dockerode the exact `Cmd` that run()
+// sends (the guest wrapper that marks the process, raises its OOM score and execs true), so
+// the client's share can be told from the wrapper's.
+import { processMark, wrappedCommand } from "../lib/docker/process.ts";
 import type { DockerSandbox } from "../lib/docker/sandbox.ts";
 import { type DockerodeClient, dockerodeExec } from "./_dockerode.ts";
 import { cliExecVariant, USER } from "./_rows.ts";
@@ -28,6 +31,12 @@ export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockero
       name: "dockerode exec+start(hijack)+inspect",
       run: dockerode.docker
         ? async () => succeeded((await dockerodeExec(dockerode.docker!, keeperId, ["true"], userText)).code)
+        : () => Promise.reject(new Error(dockerode.error)),
+    },
+    {
+      name: "dockerode exec of run()'s own Cmd (guest wrapper + true; like for like)",
+      run: dockerode.docker
+        ? async () => succeeded((await dockerodeExec(dockerode.docker!, keeperId, wrappedCommand(["/bin/true"], processMark(), "p"), userText)).code)
         : () => Promise.reject(new Error(dockerode.error)),
     },
   ];

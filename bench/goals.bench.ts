@@ -7,7 +7,7 @@
 //   node bench/goals.bench.ts     (npm run bench:goals)
 //
 // Environment: as for bench/sandbox.bench.ts and bench/files.bench.ts (their BENCH_* and
-// AGENTCELL_* variables pass through); BENCH_GOALS_ROWS (start,exec,stream,pool) narrows the
+// AGENTCELL_* variables pass through); BENCH_GOALS_ROWS (start,exec,stream,pool,run) narrows the
 // sandbox rows, BENCH_GOALS_FILES=0 leaves the file benchmark out.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -33,7 +33,7 @@ const started = new Date();
 try {
   for (const [name, command, args] of runs) {
     const file = join(scratch, `${name}.json`);
-    const env = { ...process.env, BENCH_GOALS_JSON: file, BENCH_ROWS: process.env.BENCH_GOALS_ROWS ?? "start,exec,stream,pool" };
+    const env = { ...process.env, BENCH_GOALS_JSON: file, BENCH_ROWS: process.env.BENCH_GOALS_ROWS ?? "start,exec,stream,pool,run" };
     const result = spawnSync(command, args, { stdio: ["ignore", "inherit", "inherit"], env });
     if (result.status !== 0) throw new Error(`Cannot collect the goals: ${name} benchmark exited with ${result.status ?? result.signal}`);
     reports.push(...JSON.parse(readFileSync(file, "utf8")) as GoalReport[]);

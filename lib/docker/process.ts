@@ -81,6 +81,22 @@ const PLAIN_WRAPPER = 'if { ulimit -S -x "$1" || ulimit -S -w "$1"; } 2>/dev/nul
   'case $f in e) exec "$@" 2>/dev/null;; o) exec "$@" 2>&1;; *) exec "$@";; esac; fi; ' +
   `${FORKING_WRAPPER}exit $?`;
 
+/**
+ * The exec's `Cmd` for a command: `/bin/sh -c <wrapper> sh <mark> <stderr> <argv…>`, the
+ * wrapper being {@linkcode KILLING_WRAPPER} with `killDescendantsOnExit`, else
+ * {@linkcode PLAIN_WRAPPER}. Exported for the benchmark, which runs the same `Cmd` through
+ * dockerode to compare like with like.
+ *
+ * @param argv the command and its arguments
+ * @param mark the process's mark ({@linkcode processMark})
+ * @param stderr `e` discard, `o` into stdout, `p` as it is
+ * @param killDescendantsOnExit whether the wrapper kills the command's group when it exits
+ * @returns the argv of the exec
+ */
+export function wrappedCommand(argv: readonly string[], mark: string, stderr: "e" | "o" | "p", killDescendantsOnExit = false): string[] {
+  return ["/bin/sh", "-c", killDescendantsOnExit ? KILLING_WRAPPER : PLAIN_WRAPPER, "sh", mark, stderr, ...argv];
+}
+
 /** Most kills of one end (see `DockerProcess.#kill`). */
 const KILL_ATTEMPTS = 8;
 
@@ -181,8 +197,10 @@ export class DockerProcessReservation implements SandboxProcessReservation {
 /**
  * A random process mark: a decimal number of 15 digits (from 48 random bits), which fits
  * `comm` (15 bytes) for the forking wrapper and a soft `RLIMIT_LOCKS` for the plain one.
+ *
+ * @returns the mark, e.g. `"348120954011276"`
  */
-function processMark(): string {
+export function processMark(): string {
   const [high, low] = crypto.getRandomValues(new Uint32Array(2));
   return String(10 ** 14 + ((high & 0xffff) * 2 ** 32 + low) % (9 * 10 ** 14));
 }
@@ -207,7 +225,7 @@ export async function startGuestProcess(
   let execId: string;
   try {
     execId = await createExec(host.engine, host.keeperId, {
-      Cmd: ["/bin/sh", "-c", command.killDescendantsOnExit ? KILLING_WRAPPER : PLAIN_WRAPPER, "sh", mark, stderr, ...command.argv],
+      Cmd: wrappedCommand(command.argv, mark, stderr, command.killDescendantsOnExit),
       Env: Object.entries(command.env).map(([variable, value]) => `${variable}=${value}`),
       User: `${host.user.uid}:${host.user.gid}`,
       WorkingDir: command.workingDir,
