@@ -33,7 +33,7 @@ import {
 } from "../sandbox/transfer.ts";
 import { normalizeTransferOptions, parseExportSelection } from "../sandbox/_transfer_input.ts";
 import type { DockerEngine } from "../engine/client.ts";
-import { waitContainer } from "../engine/containers.ts";
+import { inspectContainer, waitContainer } from "../engine/containers.ts";
 import type { AcquiredSandbox } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
 import { armExecutionDeadline } from "./execution_deadline.ts";
@@ -51,6 +51,7 @@ import { readGuestFile, writeGuestFile } from "./files/guest_files.ts";
 import { TransferGuard } from "./files/_transfer_guard.ts";
 import { raceDeadline } from "../streams/deadline.ts";
 import type { DockerEgressEvents } from "./egress/events.ts";
+import { proxyStoppedError } from "./egress/proxy_stopped.ts";
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
 export interface DockerSandboxResources {
@@ -178,17 +179,19 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
 
   /**
    * Notice an egress proxy that stops on its own (killed, OOM, removed from outside): the
-   * guest's egress is gone, so the sandbox stops with a `SandboxStoppedError` that says so
-   * (one long poll, like the keeper's). Allowlist sandboxes only.
+   * guest's egress is gone, so the sandbox stops with a `SandboxStoppedError` that says so,
+   * with whether it was OOM-killed and its exit code (`./egress/proxy_stopped.ts`; one long
+   * poll, like the keeper's). Allowlist sandboxes only.
    */
   #watchProxy(): void {
     const egress = this.#acquired.egress;
     if (egress === undefined) return;
     const signal = this.#stopping.signal;
-    waitContainer(this.#engine, egress.proxyId, { condition: "not-running", signal }).then(async () => {
-      if (!signal.aborted) {
-        await this.#stopFor(new SandboxStoppedError("Cannot continue: the egress proxy container stopped on its own, so the sandbox was stopped"));
-      }
+    waitContainer(this.#engine, egress.proxyId, { condition: "not-running", signal }).then(async (exitCode) => {
+      if (signal.aborted) return;
+      // Read the proxy's end before #stopFor removes it; a removed proxy leaves it unknown.
+      const inspect = await inspectContainer(this.#engine, egress.proxyId).catch(() => undefined);
+      if (!signal.aborted) await this.#stopFor(proxyStoppedError({ exitCode, oomKilled: inspect === undefined ? undefined : inspect.State.OOMKilled === true }));
     }).catch(() => {});
   }
 

@@ -9,11 +9,13 @@
  *
  * @module
  */
+import { isDeepStrictEqual } from "node:util";
 import { FIXED_GUEST_ENV } from "../sandbox/process.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 import { SandboxUnsupportedError } from "../sandbox/errors.ts";
 import type { ContainerInspect } from "../engine/containers.ts";
 import { mountMismatches, WORKSPACE_PATH, type WorkloadMount } from "./mounts.ts";
+import { socketBufferSysctls } from "./socket_buffers.ts";
 
 export { WORKSPACE_PATH } from "./mounts.ts";
 /** Guest path the workload writes (created owned by the sandbox user). */
@@ -104,8 +106,8 @@ export function nanoCpus(cpus: number): number {
  * accessor and the egress proxy): read-only root, no capabilities, `no-new-privileges`,
  * private IPC and cgroup namespaces, the daemon's own user namespace, exact memory with no
  * swap (`MemorySwap` = `Memory`, bytes), `NanoCpus` (CPU count × 10⁹), `PidsLimit`, no binds,
- * devices, published ports, init, restart or logs. Callers add their mounts, `Tmpfs` and
- * `Runtime`. Field names: Engine API v1.44 `ContainerCreate` `HostConfig`.
+ * devices, published ports, init, restart or logs. Callers add their mounts, `Tmpfs`,
+ * `Runtime` and `Sysctls` (`./socket_buffers.ts`). Field names: Engine API v1.44 `ContainerCreate` `HostConfig`.
  */
 export function lockedDownHostConfig(
   limits: { memoryBytes: number; cpus: number; pids: number },
@@ -164,6 +166,7 @@ export function keeperCreateBody(spec: WorkloadSpec): Record<string, unknown> {
       Ulimits: ulimitsOf(policy),
       Mounts: spec.mounts.map((mount) => ({ ...mount })),
       Runtime: spec.runtime,
+      Sysctls: socketBufferSysctls(spec.runtime),
     },
   };
 }
@@ -207,6 +210,7 @@ export function workloadMismatches(inspect: ContainerInspect, spec: WorkloadSpec
   check(host.PidsLimit === policy.resources.pids, `PidsLimit is ${host.PidsLimit}`);
   check(host.NetworkMode === (spec.networkName ?? "none"), `network mode is '${host.NetworkMode}'`);
   check(host.Runtime === spec.runtime, `runtime is '${host.Runtime ?? ""}'`);
+  check(isDeepStrictEqual(host.Sysctls ?? {}, socketBufferSysctls(spec.runtime)), `sysctls are ${JSON.stringify(host.Sysctls ?? {})}`);
   const tmpfs = host.Tmpfs ?? {};
   const expectedTmpfs = tmpfsMounts(policy, spec.user);
   check(

@@ -77,6 +77,7 @@ export const containerInspectSchema = z.looseObject({
     Init: z.boolean().nullable().optional(),
     OomKillDisable: z.boolean().nullable().optional(),
     Runtime: z.string().optional(),
+    Sysctls: stringMap.nullable().optional(),
   }),
   Mounts: z.array(z.looseObject({
     Type: z.string(),

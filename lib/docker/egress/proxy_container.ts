@@ -20,6 +20,7 @@ import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allo
 import type { ContainerInspect } from "../../engine/containers.ts";
 import type { EgressProxyConfig } from "./proxy_program.ts";
 import { lockedDownHostConfig } from "../workload.ts";
+import { socketBufferSysctls } from "../socket_buffers.ts";
 
 /** TCP port the proxy listens on inside its container. */
 export const PROXY_PORT = 3128;
@@ -105,6 +106,8 @@ export function proxyCreateBody(spec: ProxySpec): Record<string, unknown> {
       Tmpfs: {},
       Mounts: [],
       Ulimits: [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: PROXY_LIMITS.nofile, Hard: PROXY_LIMITS.nofile }],
+      // The daemon's default runtime (runc) under every profile: the caps apply.
+      Sysctls: socketBufferSysctls("runc"),
     },
     NetworkingConfig: { EndpointsConfig: { [spec.internalNetwork]: {}, [spec.egressNetwork]: {} } },
   };
@@ -126,7 +129,7 @@ export function containerNetworks(inspect: ContainerInspect): Readonly<Record<st
 const HOST_FIELDS = [
   "ReadonlyRootfs", "CapDrop", "CapAdd", "SecurityOpt", "PidMode", "IpcMode", "CgroupnsMode", "UsernsMode", "Privileged",
   "Memory", "MemorySwap", "NanoCpus", "PidsLimit", "NetworkMode", "Tmpfs", "Mounts", "Binds", "Devices", "PortBindings",
-  "PublishAllPorts", "Ulimits",
+  "PublishAllPorts", "Ulimits", "Sysctls",
 ] as const;
 
 /** An absent list or map reads back as `null`; compare it as the empty one that was sent. */

@@ -51,8 +51,10 @@ test("keeperCreateBody requests the profile's runtime", () => {
     labels: {},
     appArmorProfile: "",
     runtime: gvisor.runtime,
-  }) as { HostConfig: { Runtime: string } };
+  }) as { HostConfig: { Runtime: string; Sysctls: unknown } };
   assert.equal(body.HostConfig.Runtime, "runsc");
+  // gVisor's netstack ignores the socket buffer sysctls (lib/docker/socket_buffers.ts): none are sent.
+  assert.deepEqual(body.HostConfig.Sysctls, {});
 });
 
 test("reserve() under linux-x64-gvisor rejects a PID limit below the profile's minimum of 256, and outbound or allowlist networking", () => {

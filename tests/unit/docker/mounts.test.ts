@@ -1,7 +1,7 @@
 // The one mount readback routine of workload containers, on readbacks recorded from Engine
 // 28.5.2 (tests/fixtures/engine/keeper-datasets.inspect.json, accessor.inspect.json): what
 // the Engine reports passes; an extra, missing or altered mount in either list is named;
-// so is an altered ulimit, ShmSize or tmpfs inode bound.
+// so is an altered ulimit, ShmSize, tmpfs inode bound or socket buffer sysctl.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { test } from "node:test";
@@ -100,13 +100,18 @@ test("mountMismatches names a workspace that is read-only in the keeper or is an
 });
 
 /**
- * The recordings predate the tmpfs inode bounds, the `/dev/shm` tmpfs, `ShmSize` and
- * `Ulimits`: give them those fields as the Engine reads them back (measured on 28.5: exactly
+ * The recordings predate the tmpfs inode bounds, the `/dev/shm` tmpfs, `ShmSize`, `Ulimits`
+ * and the socket buffer `Sysctls`: give them those fields as the Engine reads them back (measured on 28.5: exactly
  * as sent; every real-engine sandbox test checks that readback), so this test stays on mounts.
  */
 function withLaterFields(inspect: ContainerInspect, spec: WorkloadSpec): ContainerInspect {
-  const sent = keeperCreateBody(spec).HostConfig as { Tmpfs: Record<string, string>; ShmSize: number; Ulimits: ContainerInspect["HostConfig"]["Ulimits"] };
-  return { ...inspect, HostConfig: { ...inspect.HostConfig, Tmpfs: sent.Tmpfs, ShmSize: sent.ShmSize, Ulimits: sent.Ulimits } };
+  const sent = keeperCreateBody(spec).HostConfig as {
+    Tmpfs: Record<string, string>;
+    ShmSize: number;
+    Ulimits: ContainerInspect["HostConfig"]["Ulimits"];
+    Sysctls: Record<string, string>;
+  };
+  return { ...inspect, HostConfig: { ...inspect.HostConfig, Tmpfs: sent.Tmpfs, ShmSize: sent.ShmSize, Ulimits: sent.Ulimits, Sysctls: sent.Sysctls } };
 }
 
 /** The spec the recorded keeper was started with, under `policy`. */
@@ -137,7 +142,7 @@ test("verifyWorkload and the accessor's readback fail with the mount mismatch na
   verifyWorkload(accessor, accessorSpec(spec, accessor.Config.Labels ?? {}), false);
 });
 
-test("verifyWorkload names a ulimit, ShmSize or tmpfs inode bound that reads back differently", async () => {
+test("verifyWorkload names a ulimit, ShmSize, tmpfs inode bound or socket buffer sysctl that reads back differently", async () => {
   const original = await recorded("keeper-datasets.inspect.json");
   const spec = recordedSpec(original, { resources: { cpus: 1, memoryBytes: 64 << 20, pids: 32 }, ulimits: { nofile: 512 } });
   const good = withLaterFields(original, spec);
@@ -162,4 +167,7 @@ test("verifyWorkload names a ulimit, ShmSize or tmpfs inode bound that reads bac
   assert.equal(mismatch({ Tmpfs: unbounded }), `tmpfs mounts are ${JSON.stringify(unbounded)}`);
   const noShm = { "/home/sandbox": good.HostConfig.Tmpfs!["/home/sandbox"], "/tmp": good.HostConfig.Tmpfs!["/tmp"] };
   assert.equal(mismatch({ Tmpfs: noShm }), `tmpfs mounts are ${JSON.stringify(noShm)}`);
+  const hostWide = { ...good.HostConfig.Sysctls, "net.ipv4.tcp_rmem": "4096 131072 33554432" };
+  assert.equal(mismatch({ Sysctls: hostWide }), `sysctls are ${JSON.stringify(hostWide)}`);
+  assert.equal(mismatch({ Sysctls: null }), "sysctls are {}");
 });
