@@ -210,7 +210,7 @@ engineTest("DockerSandbox allowlist: another sandbox is unreachable, directly an
   }
 }, { timeout: 300_000 });
 
-engineTest("DockerSandbox allowlist: a proxy killed from outside stops the sandbox and ends its decisions", async (engine) => {
+engineTest("DockerSandbox allowlist: a proxy killed from outside stops the sandbox with its exit code in the cause and ends its decisions", async (engine) => {
   const up = await startUpstreams();
   try {
     await withAllowlistSandbox(engine, allowlistPolicy(up), async (sandbox) => {
@@ -220,7 +220,8 @@ engineTest("DockerSandbox allowlist: a proxy killed from outside stops the sandb
       await eventually("the sandbox stopping", () => (sandbox.state === "stopped" ? true : undefined));
       assert.ok(sandbox.stopCause instanceof SandboxStoppedError);
       assert.equal(sandbox.stopCause.code, "stopped");
-      assert.equal(sandbox.stopCause.message, "Cannot continue: the egress proxy container stopped on its own, so the sandbox was stopped");
+      // The cause says how it ended, read from the proxy before it was removed: SIGKILL, no OOM.
+      assert.equal(sandbox.stopCause.message, "Cannot continue: the egress proxy container stopped on its own (not OOM-killed, exit code 137: killed by signal 9 (SIGKILL)), so the sandbox was stopped");
       await events.done;
       assert.ok(events.seen.some((e) => e.event === "allowed" && e.host === "allowed.test"));
       await assert.rejects(sandbox.run("/bin/true"), SandboxStoppedError);
@@ -289,7 +290,7 @@ async function execInProxy(engine: DockerEngine, proxyId: string, cmd: string[])
   return out;
 }
 
-engineTest("DockerSandbox allowlist bounds: of thousands of silent connections the proxy holds maxConnections and refuses the rest at once, closes one without a request head after headersTimeoutMs, keeps serving, under nofile 4096", async (engine) => {
+engineTest("DockerSandbox allowlist bounds: of thousands of silent connections the proxy holds maxConnections and refuses the rest at once, closes one without a request head after headersTimeoutMs, keeps serving, under nofile 4096 and capped socket buffers", async (engine) => {
   const up = await startUpstreams();
   try {
     const base = allowlistPolicy(up);
@@ -302,6 +303,14 @@ engineTest("DockerSandbox allowlist bounds: of thousands of silent connections t
       const proxy = await inspectContainer(engine, proxyId);
       assert.deepEqual(proxy.HostConfig.Ulimits, [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: 4096, Hard: 4096 }]);
       assert.match(await execInProxy(engine, proxyId, ["cat", "/proc/1/limits"]), /^Max open files\s+4096\s+4096\s+files\s*$/mu);
+      // The socket buffer caps of both namespaces a tunnel crosses (lib/docker/socket_buffers.ts):
+      // read back from the Engine and from the kernel, in the proxy and in the guest.
+      const sysctls = { "net.ipv4.tcp_rmem": "4096 131072 1048576", "net.ipv4.tcp_wmem": "4096 16384 1048576" };
+      const printed = "4096\t131072\t1048576\n4096\t16384\t1048576\n";
+      assert.deepEqual(proxy.HostConfig.Sysctls, sysctls);
+      assert.equal(await execInProxy(engine, proxyId, ["cat", "/proc/sys/net/ipv4/tcp_rmem", "/proc/sys/net/ipv4/tcp_wmem"]), printed);
+      assert.deepEqual((await inspectContainer(engine, sandbox.resources.keeperId)).HostConfig.Sysctls, sysctls);
+      assert.equal((await sandbox.run("/bin/sh", ["-c", "cat /proc/sys/net/ipv4/tcp_rmem /proc/sys/net/ipv4/tcp_wmem"])).stdoutText, printed);
 
       // 2,000 connections that never send a byte, 400 at once: the proxy holds exactly 8 (and
       // sends them nothing); every other one it refuses at once (503, or closed without an

@@ -1,6 +1,19 @@
 import assert from "node:assert/strict";
+import { inspectContainer } from "../../lib/engine/containers.ts";
+import type { DockerEngine } from "../../lib/engine/client.ts";
+import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import { engineTest, eventually } from "./_engine.ts";
 import { testPolicy, text, withSandbox } from "./_sandbox.ts";
+
+/** The socket buffer caps (lib/docker/socket_buffers.ts) as sent, and as the kernel prints them. */
+const SOCKET_SYSCTLS = { "net.ipv4.tcp_rmem": "4096 131072 1048576", "net.ipv4.tcp_wmem": "4096 16384 1048576" };
+
+/** The keeper's socket buffer caps hold: read back from the Engine and from inside the guest. */
+async function assertSocketBufferCaps(engine: DockerEngine, sandbox: DockerSandbox): Promise<void> {
+  assert.deepEqual((await inspectContainer(engine, sandbox.resources.keeperId)).HostConfig.Sysctls, SOCKET_SYSCTLS);
+  const inside = await sandbox.run("/bin/sh", ["-c", "cat /proc/sys/net/ipv4/tcp_rmem /proc/sys/net/ipv4/tcp_wmem"]);
+  assert.equal(inside.stdoutText, "4096\t131072\t1048576\n4096\t16384\t1048576\n");
+}
 
 // Everything here is observed from inside the guest by the sandbox's own process.
 const probe = [
@@ -17,7 +30,7 @@ const probe = [
   "echo env=$(env | grep -E '^(HOME|TMPDIR|PATH|EXTRA)=' | sort | tr '\\n' ' ')",
 ].join("; ");
 
-engineTest("DockerSandbox hardening holds inside the guest (isolated)", async (engine) => {
+engineTest("DockerSandbox hardening holds inside the guest (isolated), socket buffers capped", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", probe], env: { EXTRA: "literal value" } }).start();
     await process.stdin.close();
@@ -44,10 +57,12 @@ engineTest("DockerSandbox hardening holds inside the guest (isolated)", async (e
       lines.env,
       "EXTRA=literal value HOME=/home/sandbox PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TMPDIR=/tmp",
     );
+    // Loopback sockets of network "none" are host kernel memory too: capped per socket.
+    await assertSocketBufferCaps(engine, sandbox);
   });
 });
 
-engineTest("DockerSandbox outbound network adds exactly one interface besides lo", async (engine) => {
+engineTest("DockerSandbox outbound network adds exactly one interface besides lo, socket buffers capped", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     assert.ok(sandbox.resources.networkId);
     const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "ls /sys/class/net | sort | tr '\\n' ' '"] }).start();
@@ -55,6 +70,7 @@ engineTest("DockerSandbox outbound network adds exactly one interface besides lo
     const [out, exit] = await Promise.all([text(process.stdout), process.exit]);
     assert.deepEqual(exit, { kind: "exited", code: 0 });
     assert.equal(out, "eth0 lo ");
+    await assertSocketBufferCaps(engine, sandbox);
   }, { policy: { resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 }, network: "outbound" } });
 });
 
