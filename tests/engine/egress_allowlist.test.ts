@@ -231,6 +231,24 @@ engineTest("DockerSandbox allowlist: a proxy killed from outside stops the sandb
   }
 }, { timeout: 300_000 });
 
+engineTest("DockerSandbox allowlist: a proxy OOM-killed stops the sandbox with the OOM kill in the cause", async (engine) => {
+  // No upstream: the proxy's own user raises the proxy's OOM score (allowed without
+  // capabilities) and runs a memory hog beside it, so the kernel's OOM killer picks the proxy.
+  await withAllowlistSandbox(engine, { resources, network: { kind: "allowlist", hosts: ["allowed.test"] } }, async (sandbox) => {
+    const proxyId = sandbox.resources.proxyId!;
+    const hog = "echo 1000 > /proc/1/oom_score_adj && exec node -e 'const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))'";
+    await execInProxy(engine, proxyId, ["/bin/sh", "-c", hog]).catch(() => "");
+    await eventually("the sandbox stopping", () => (sandbox.state === "stopped" ? true : undefined));
+    assert.ok(sandbox.stopCause instanceof SandboxStoppedError);
+    assert.equal(sandbox.stopCause.code, "stopped");
+    assert.equal(
+      sandbox.stopCause.message,
+      `Cannot continue: the egress proxy container stopped on its own (it was OOM-killed at its ${PROXY_LIMITS.memoryBytes / (1024 * 1024)} MiB memory limit, exit code 137: killed by signal 9 (SIGKILL); lower network.maxConnections to hold fewer busy tunnels), so the sandbox was stopped`,
+    );
+    await assert.rejects(sandbox.run("/bin/true"), SandboxStoppedError);
+  });
+}, { timeout: 300_000 });
+
 engineTest("DockerSandbox allowlist bounds: maxConnections refuses the next with 503, idleTimeoutMs and maxBytesPerConnection close a tunnel and bound absolute-form requests", async (engine) => {
   const up = await startUpstreams();
   try {
