@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { inspectContainer } from "../../lib/engine/containers.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
-import { engineTest, eventually } from "./_engine.ts";
+import { engineTest, eventually, nodeImage } from "./_engine.ts";
 import { testPolicy, text, withSandbox } from "./_sandbox.ts";
 
 /** The socket buffer caps (lib/docker/socket_buffers.ts) as sent, and as the kernel prints them. */
@@ -72,6 +72,42 @@ engineTest("DockerSandbox outbound network adds exactly one interface besides lo
     assert.equal(out, "eth0 lo ");
     await assertSocketBufferCaps(engine, sandbox);
   }, { policy: { resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 }, network: "outbound" } });
+});
+
+/**
+ * Guest program: a loopback peer that never reads, fed until Node's socket reports
+ * backpressure; after a second to settle, prints the bytes the kernel queues on every TCP
+ * socket of the namespace (`/proc/net/tcp` `tx_queue` + `rx_queue`).
+ */
+const UNREAD_PEER = String.raw`
+const net = require("node:net");
+const fs = require("node:fs");
+const server = net.createServer((socket) => socket.pause());
+server.listen(0, "127.0.0.1", () => {
+  const client = net.connect(server.address().port, "127.0.0.1", () => {
+    const chunk = Buffer.alloc(1 << 16, 1);
+    while (client.write(chunk));
+    setTimeout(() => {
+      let queued = 0;
+      for (const line of fs.readFileSync("/proc/net/tcp", "utf8").trim().split("\n").slice(1)) {
+        for (const hex of line.trim().split(/\s+/)[4].split(":")) queued += parseInt(hex, 16);
+      }
+      console.log(queued);
+      process.exit(0);
+    }, 1000);
+  });
+});
+`;
+
+engineTest("DockerSandbox socket buffers: a loopback peer that never reads pins at most the caps (1 MiB each way), not the host's 4 MiB send maximum", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const result = await sandbox.run("/usr/local/bin/node", ["-e", UNREAD_PEER]);
+    assert.equal(result.exit.code, 0, result.stderrText);
+    const queued = Number(result.stdoutText.trim());
+    // The sender's send buffer (≤ 1 MiB) plus the receiver's receive buffer (≤ 1 MiB): measured
+    // 1,032,128 bytes here, 3,845,120 with the host's own tcp_wmem maximum of 4 MiB.
+    assert.ok(queued > 64 * 1024 && queued <= 2 * 1024 * 1024, `the kernel queues ${queued} bytes`);
+  }, { image: nodeImage, policy: { resources: { cpus: 0.5, memoryBytes: 128 * 1024 * 1024, pids: 32 } } });
 });
 
 engineTest("DockerSandbox reaps orphaned descendants (no zombies)", async (engine) => {
