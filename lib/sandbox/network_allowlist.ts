@@ -25,7 +25,7 @@ export const MAX_ALLOWLIST_ENTRIES = 256;
 export const MAX_RESOLVE_ADDRESSES = 16;
 
 /** Largest `maxConnections`: 1,024 connections open at once through the proxy. */
-export const MAX_EGRESS_CONNECTIONS = 1024;
+export const MAX_EGRESS_CONNECTIONS = 128;
 
 /**
  * Most bytes of JSON that an allowlist's `hosts`, `addresses` and `resolve` may take
