@@ -24,7 +24,12 @@ export const MAX_ALLOWLIST_ENTRIES = 256;
 /** Most addresses one `resolve` name may map to: 16. */
 export const MAX_RESOLVE_ADDRESSES = 16;
 
-/** Largest `maxConnections`: 1,024 connections open at once through the proxy. */
+/**
+ * Largest `maxConnections`: 128 connections open at once through the proxy. Measured on the
+ * proxy container's 128 MiB (Engine 28.5, runc, cgroup v1, Node 26 in the proxy): 127 tunnels
+ * the guest pushes into while the upstream never reads peaked at 75 to 96 MiB of the
+ * container's memory, so 128 leaves a margin; at 1,024 the proxy was OOM-killed at about 600.
+ */
 export const MAX_EGRESS_CONNECTIONS = 128;
 
 /**
@@ -62,14 +67,16 @@ export interface SandboxAllowlistNetwork {
    * Allowed hosts, 1 … 256 entries: an exact DNS name (`api.example.com`) or a wildcard
    * (`*.example.com` matches every subdomain, `a.example.com` and `a.b.example.com`, but not
    * `example.com` itself), each with an optional `:port` (1 … 65535; without one, every
-   * port). Names compare case-insensitively. Addresses go in `addresses`, not here.
+   * port). Names compare case-insensitively; a trailing dot (`api.example.com.`) is
+   * accepted and dropped. Addresses go in `addresses`, not here.
    */
   readonly hosts: readonly string[];
   /**
-   * Destinations allowed by address even when they are not public: IPv4 or IPv6 addresses
-   * or CIDR ranges (`10.0.0.5`, `10.1.0.0/16`, `fd00::/8`), at most 256. A name on `hosts`
-   * that resolves into one of them is allowed; a request for an address literal in one of
-   * them is allowed on every port.
+   * Destinations allowed by address even when they are not public: bare IPv4 or IPv6
+   * addresses or CIDR ranges (`10.0.0.5`, `10.1.0.0/16`, `fd00::/8`), at most 256. A name on
+   * `hosts` that resolves into one of them is allowed; a request for an address literal in
+   * one of them is allowed on every port. A `/0` range (`0.0.0.0/0`, `::/0`) is refused: it
+   * would turn every address check off.
    *
    * @default {[]}
    */
@@ -83,7 +90,8 @@ export interface SandboxAllowlistNetwork {
    */
   readonly resolve?: Readonly<Record<string, readonly string[]>>;
   /**
-   * Most TCP connections from the guest to the proxy at once, 1 … 1,024, counted when the
+   * Most TCP connections from the guest to the proxy at once, 1 … 128 (what the proxy's
+   * 128 MiB holds with margin when every tunnel is busy), counted when the
    * proxy accepts them (before any request, so silent connections count too). The next is
    * answered `503` at once and closed, with a `denied` event whose `host` is `""` and `port`
    * 0 (its request is never read); when as many refused connections are still closing, it is
@@ -148,9 +156,14 @@ const DOTTED = /^[\d.]+$/u;
 const ip = z.union([z.ipv4(), z.ipv6()]);
 const ipOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]);
 
+/** A `hosts` entry without the trailing dot of its name (`api.example.com.:443` → `api.example.com:443`). */
+function withoutTrailingDot(entry: string): string {
+  return entry.replace(/\.(?=(?::\d+)?$)/u, "");
+}
+
 /** Why a `hosts` entry is not one, or `undefined` when it is. */
 function hostEntryDefect(entry: string): string | undefined {
-  const match = HOST_ENTRY.exec(entry);
+  const match = HOST_ENTRY.exec(withoutTrailingDot(entry));
   if (!match || match[2].length > 253) {
     if (ipOrCidr.safeParse(entry.replace(/^\[|\](?::\d+)?$/gu, "")).success || ip.safeParse(entry.split(":")[0]).success) {
       return "must be a DNS name, not an address: list addresses in policy.network.addresses";
@@ -170,6 +183,8 @@ const hostEntry = z.string({ error: expect("must be a string") }).max(300, { err
 
 const addressEntry = z.string({ error: expect("must be a string") }).refine((entry) => ipOrCidr.safeParse(entry).success, {
   error: "must be an IPv4 or IPv6 address or CIDR range (10.0.0.5, 10.1.0.0/16, fd00::/8)",
+}).refine((entry) => !/\/0+$/u.test(entry), {
+  error: "must not be a /0 range (every address): list the ranges the guest needs (10.1.0.0/16)",
 });
 
 const resolveName = z.string().max(254).refine((name) => NAME.test(name.replace(/\.$/u, "")), { error: "must be a DNS name without wildcard or port" });
@@ -251,7 +266,7 @@ export function normalizeAllowlist(parsed: SandboxAllowlistNetwork): SandboxAllo
   }
   return Object.freeze({
     kind: "allowlist",
-    hosts: Object.freeze(parsed.hosts.map((host) => host.toLowerCase())),
+    hosts: Object.freeze(parsed.hosts.map((host) => withoutTrailingDot(host).toLowerCase())),
     addresses: Object.freeze([...(parsed.addresses ?? [])]),
     resolve: Object.freeze(resolve),
     maxConnections: parsed.maxConnections ?? 64,

@@ -149,18 +149,24 @@ const NON_PUBLIC: readonly Cidr[] = [
   "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
 ].map((text) => parseCidr(text)!);
 
+/** Loopback ranges, named apart in a refusal (IPv4 `127.0.0.0/8`, IPv6 `::1`, and both mapped). */
+const LOOPBACK: readonly Cidr[] = ["127.0.0.0/8", "::1/128", "::ffff:127.0.0.0/104"].map((text) => parseCidr(text)!);
+
 /**
  * Why `address` may not be connected to, or `undefined` when it may: public unicast, or
- * inside an explicitly allowed range. The host's own addresses are refused like private ones.
+ * inside an explicitly allowed range. A loopback address is reported as such ("not a public
+ * address (loopback)"), other non-public ones as "not a public address (private, link-local or
+ * reserved)", and the host's own public addresses as "one of the host's own addresses".
  */
 export function addressDefect(address: string, config: Pick<EgressProxyConfig, "addresses" | "hostAddresses">): string | undefined {
   const parsed = parseAddress(address);
   if (!parsed) return `${address} is not an IP address`;
   if (ranges(config.addresses).some((cidr) => inCidr(parsed, cidr))) return undefined;
+  if (LOOPBACK.some((cidr) => inCidr(parsed, cidr))) return `${address} is not a public address (loopback)`;
+  if (NON_PUBLIC.some((cidr) => inCidr(parsed, cidr))) return `${address} is not a public address (private, link-local or reserved)`;
   if (ranges(config.hostAddresses).some((cidr) => inCidr(parsed, cidr))) {
     return `${address} is one of the host's own addresses`;
   }
-  if (NON_PUBLIC.some((cidr) => inCidr(parsed, cidr))) return `${address} is not a public address (loopback, private, link-local or reserved)`;
   return undefined;
 }
 
@@ -190,11 +196,24 @@ function splitAuthority(authority: string): { host: string; port: number } | und
   return { host: match[1] ?? match[2], port };
 }
 
-/** Decide on `host:port`: the address to connect to, or why not. */
+/** A name lookup: every address `host` resolves to, in the resolver's order. */
+export type LookupAll = (host: string) => Promise<readonly string[]>;
+
+/** The runtime's resolver (`getaddrinfo` on Node), every answer in its own order. */
+const systemLookup: LookupAll = async (host) => (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
+
+/**
+ * Decide on `host:port`: the address to connect to, or why not. A name lookup that has not
+ * answered within `headersTimeoutMs` is given up ("does not resolve within N ms"): the
+ * resolver has no bound of its own, and the request's setup is bounded like its head.
+ *
+ * @param resolveName the resolver (the tests pass a scripted one)
+ */
 export async function decide(
   host: string,
   port: number,
   config: EgressProxyConfig,
+  resolveName: LookupAll = systemLookup,
 ): Promise<{ address: string } | { denied: string }> {
   const literal = isIP(host) !== 0;
   if (literal) {
@@ -211,10 +230,16 @@ export async function decide(
   const fixed = Object.hasOwn(config.resolve, key) ? config.resolve[key] : undefined;
   if (fixed) addresses = fixed;
   else {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, config.headersTimeoutMs, undefined)));
     try {
-      addresses = (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
+      const answer = await Promise.race([resolveName(host), late]);
+      if (answer === undefined) return { denied: `${host} does not resolve within ${config.headersTimeoutMs} ms` };
+      addresses = answer;
     } catch (error) {
       return { denied: `${host} does not resolve (${(error as Error).message})` };
+    } finally {
+      clearTimeout(timer);
     }
   }
   if (addresses.length === 0) return { denied: `${host} resolves to no address` };
@@ -236,10 +261,23 @@ const MAX_HOST_LENGTH = 253;
  * per direction in the proxy (plus one read of the kernel's), not four times as much.
  */
 const SOCKET_HIGH_WATER_MARK = 16_384;
+/** Largest request head node:http parses (its default `maxHeaderSize`), bytes. */
+const MAX_HEAD_BYTES = 16_384;
 /** How long a refused socket may linger after its answer before it is destroyed. */
 const REFUSED_LINGER_MS = 2_000;
 /** Request headers that concern the hop to the proxy and are not forwarded (RFC 9110 §7.6.1). */
 const HOP_HEADERS = ["connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "upgrade"];
+
+/**
+ * `headers` without the hop-by-hop ones: {@linkcode HOP_HEADERS} and every field the
+ * `Connection` header names (`Connection: close, X-Secret` drops `x-secret`; RFC 9110 §7.6.1).
+ */
+function endToEnd(headers: IncomingMessage["headers"]): IncomingMessage["headers"] {
+  const kept = { ...headers };
+  const named = String(kept.connection ?? "").split(",").map((name) => name.trim().toLowerCase()).filter((name) => name !== "");
+  for (const name of [...HOP_HEADERS, ...named]) delete kept[name];
+  return kept;
+}
 
 /**
  * Answer on a socket that is not proxied and close it for good: the guest's further bytes
@@ -340,12 +378,23 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
     return pass;
   }
 
-  /** The first complete request head of an admitted connection: stop its head timer. */
-  function headArrived(socket: Socket): boolean {
+  /** Admitted connections whose first request head arrived (a second head on one is pipelined). */
+  const served = new WeakSet<Socket>();
+
+  /**
+   * The first complete request head of an admitted connection: stop its head timer. A second
+   * head on a served connection (pipelined) gets a `denied` event and no answer: the first
+   * answer says `connection: close` and the connection ends after it.
+   */
+  function headArrived(socket: Socket, request: IncomingMessage): boolean {
     const timer = waiting.get(socket);
-    if (timer === undefined) return false; // timed out (being refused) or a pipelined second head
+    if (timer === undefined) {
+      if (served.has(socket)) deny("", 0, `pipelined request (${request.method} after the first request): one connection carries one request`);
+      return false; // timed out (being refused) or a pipelined second head
+    }
     clearTimeout(timer);
     waiting.delete(socket);
+    served.add(socket);
     return true;
   }
 
@@ -390,8 +439,7 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
     const client = request.socket;
     const meter: Meter = { bytesOut: 0, bytesIn: 0 };
     let reason = "ended";
-    const headers = { ...request.headers };
-    for (const name of HOP_HEADERS) delete headers[name];
+    const headers = endToEnd(request.headers);
     const upstream = httpRequest({
       host: address,
       port,
@@ -400,6 +448,8 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
       headers: { ...headers, host: target.host, connection: "close" },
       setHost: false,
       agent: false,
+      // Bounds the connect too (a socket timeout set before the socket is connected).
+      timeout: config.headersTimeoutMs,
     });
     const cut = (why: string) => {
       if (reason === "ended") reason = why;
@@ -414,8 +464,7 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
       report({ event: "closed", host, port, address, reason, ...meter });
     });
     upstream.on("response", (answer: IncomingMessage) => {
-      const answerHeaders = { ...answer.headers };
-      for (const name of HOP_HEADERS) delete answerHeaders[name];
+      const answerHeaders = endToEnd(answer.headers);
       response.writeHead(answer.statusCode ?? 502, { ...answerHeaders, connection: "close" });
       relay(answer, response, meter, "bytesIn", cut);
       answer.on("end", () => response.end());
@@ -424,7 +473,16 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
     });
     relay(request, upstream, meter, "bytesOut", cut);
     request.on("end", () => upstream.end());
-    upstream.setTimeout(config.idleTimeoutMs, () => cut(`idle for ${config.idleTimeoutMs} ms`));
+    // Until the upstream is connected the `timeout` option's bound (headersTimeoutMs) holds, then the idle one.
+    let connected = false;
+    upstream.once("socket", (socket: Socket) => socket.once("connect", () => {
+      connected = true;
+      upstream.setTimeout(config.idleTimeoutMs);
+    }));
+    upstream.on("timeout", () => {
+      if (connected) cut(`idle for ${config.idleTimeoutMs} ms`);
+      else upstream.destroy(new Error(`no connection to ${address}:${port} within ${config.headersTimeoutMs} ms`));
+    });
     upstream.on("error", (error: Error) => {
       if (reason !== "ended") return; // cut on purpose
       reason = `upstream failed: ${error.message}`;
@@ -433,16 +491,21 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
     });
   }
 
-  const http: HttpServer = createHttpServer({ headersTimeout: 0, requestTimeout: 0 }, (request: IncomingMessage, response: ServerResponse) => {
-    if (!headArrived(request.socket)) return; // a late head on a refused socket, or a pipelined one: never answered
+  const http: HttpServer = createHttpServer({ headersTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEAD_BYTES }, (request: IncomingMessage, response: ServerResponse) => {
+    if (!headArrived(request.socket, request)) return; // a late head on a refused socket, or a pipelined one: never answered
     // Absolute-form HTTP: `GET http://host[:port]/path`.
     let target: URL;
     try {
       target = new URL(request.url ?? "");
     } catch {
+      // Origin-form (`GET /path`) and asterisk-form (`OPTIONS *`).
+      deny("", 0, `not an absolute-form request (${request.method} ${shown(request.url ?? "")}): only absolute-form http:// requests and CONNECT are proxied`);
       return plain(response, 400, "only absolute-form http:// requests and CONNECT are proxied");
     }
-    if (target.protocol !== "http:") return plain(response, 400, "use CONNECT for https");
+    if (target.protocol !== "http:") {
+      deny(shown(target.hostname), Number(target.port || 0), `${target.protocol} URLs are not proxied as requests: use CONNECT (https) or http://`);
+      return plain(response, 400, `${target.protocol} URLs are not proxied as requests: use CONNECT for https`);
+    }
     const host = target.hostname.replace(/^\[|\]$/gu, "");
     const port = Number(target.port || 80);
     if (host.length > MAX_HOST_LENGTH) {
@@ -459,7 +522,7 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
     }).catch(() => request.socket.destroy()); // never an unhandled rejection: it would end the proxy
   });
   http.on("connect", (request: IncomingMessage, client: Socket, head: Buffer) => {
-    if (!headArrived(client)) return void client.destroy();
+    if (!headArrived(client, request)) return void client.destroy();
     const authority = splitAuthority(request.url ?? "");
     if (!authority) {
       deny(shown(request.url ?? ""), 0, "CONNECT needs host:port");
@@ -478,8 +541,12 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
       if (client.destroyed) return; // the guest left while the name was looked up
       const upstream = connect({ host: verdict.address, port, highWaterMark: SOCKET_HIGH_WATER_MARK });
       let connected = false;
+      // The connect has a bound of its own (headersTimeoutMs): the kernel's SYN retries take minutes.
+      const connectTimeout = () => upstream.destroy(new Error(`no answer within ${config.headersTimeoutMs} ms`));
+      upstream.setTimeout(config.headersTimeoutMs, connectTimeout);
       upstream.once("connect", () => {
         connected = true;
+        upstream.off("timeout", connectTimeout);
         report({ event: "allowed", host, port, address: verdict.address });
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
         join(client, upstream, head, host, port, verdict.address);
@@ -492,6 +559,19 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
         refuse(client, rawAnswer("502 Bad Gateway", "upstream unreachable"));
       });
     }).catch(() => client.destroy()); // never an unhandled rejection: it would end the proxy
+  });
+
+  // A request node:http cannot parse (bad framing, TE with CL, two CLs, bare LF, a lower-case
+  // method, a head over 16 KiB): answered like node:http's default handler, plus an event.
+  http.on("clientError", (error: Error & { code?: string }, socket: Socket) => {
+    const waited = waiting.get(socket);
+    if (waited === undefined || socket.destroyed) return void socket.destroy(); // timed out already, or gone
+    clearTimeout(waited);
+    waiting.delete(socket);
+    const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
+    const reason = tooLarge ? `request head larger than ${MAX_HEAD_BYTES} bytes` : `malformed request (${error.code ?? error.message})`;
+    deny("", 0, reason);
+    refuse(socket, tooLarge ? rawAnswer("431 Request Header Fields Too Large", reason) : rawAnswer("400 Bad Request", reason));
   });
 
   const listener: TcpServer = createTcpServer({ highWaterMark: SOCKET_HIGH_WATER_MARK }, (socket: Socket) => {

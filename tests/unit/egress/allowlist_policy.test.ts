@@ -45,6 +45,14 @@ test("normalizePolicy fills an allowlist's defaults, lower-cases names and freez
   assert.equal(normalizePolicy({ resources, network: "outbound" }).network, "outbound");
 });
 
+test("normalizePolicy drops a trailing dot of a hosts entry and accepts bare addresses and ranges in addresses", () => {
+  const policy = normalizePolicy({ resources, network: { kind: "allowlist", hosts: ["API.example.com.", "*.pypi.org.:443"], addresses: ["10.0.0.5", "fd00::1", "10.1.0.0/16"], maxConnections: 128 } });
+  const network = policy.network as { hosts: readonly string[]; addresses: readonly string[]; maxConnections: number };
+  assert.deepEqual(network.hosts, ["api.example.com", "*.pypi.org:443"]);
+  assert.deepEqual(network.addresses, ["10.0.0.5", "fd00::1", "10.1.0.0/16"]);
+  assert.equal(network.maxConnections, 128);
+});
+
 test("normalizePolicy refuses a malformed allowlist, naming the field and the fix", () => {
   refused("host", 'Cannot reserve sandbox: policy.network must be "isolated", "outbound" or { kind: "allowlist", hosts: [...] }');
   refused({ kind: "allowlist", hosts: [] }, 'Cannot reserve sandbox: policy.network.hosts must list at least one host (use "isolated" for no network)');
@@ -74,7 +82,9 @@ test("normalizePolicy refuses a malformed allowlist, naming the field and the fi
     { kind: "allowlist", hosts: bigHosts, resolve: bigResolve },
     `Cannot reserve sandbox: policy.network takes ${bigBytes} bytes of JSON (hosts, addresses and resolve together), more than 98304: the proxy receives it as one environment string, which Linux bounds at 128 KiB; list fewer or shorter entries (use wildcards and CIDR ranges)`,
   );
-  refused({ kind: "allowlist", hosts: ["a.test"], maxConnections: 1025 }, "Cannot reserve sandbox: policy.network.maxConnections must be an integer from 1 to 1024 connections");
+  refused({ kind: "allowlist", hosts: ["a.test"], maxConnections: 129 }, "Cannot reserve sandbox: policy.network.maxConnections must be an integer from 1 to 128 connections");
+  refused({ kind: "allowlist", hosts: ["a.test"], addresses: ["0.0.0.0/0"] }, "Cannot reserve sandbox: policy.network.addresses.0 must not be a /0 range (every address): list the ranges the guest needs (10.1.0.0/16)");
+  refused({ kind: "allowlist", hosts: ["a.test"], addresses: ["10.0.0.5", "::/0"] }, "Cannot reserve sandbox: policy.network.addresses.1 must not be a /0 range (every address): list the ranges the guest needs (10.1.0.0/16)");
   refused({ kind: "allowlist", hosts: ["a.test"], headersTimeoutMs: 999 }, "Cannot reserve sandbox: policy.network.headersTimeoutMs must be an integer from 1000 to 86400000 milliseconds");
   refused({ kind: "allowlist", hosts: ["a.test"], headersTimeoutMs: 86_400_001 }, "Cannot reserve sandbox: policy.network.headersTimeoutMs must be an integer from 1000 to 86400000 milliseconds");
   refused({ kind: "allowlist", hosts: ["a.test"], headersTimeoutMs: 1500.5 }, "Cannot reserve sandbox: policy.network.headersTimeoutMs must be an integer from 1000 to 86400000 milliseconds");
