@@ -108,7 +108,6 @@ engineTest("DockerSandbox allowlist: busy tunnels up to the largest maxConnectio
         assert.equal(proxy.State.Running, true);
         assert.equal(proxy.State.OOMKilled, false);
         assert.equal(sandbox.state, "running");
-        if (process.env.EGP_HOLD) await new Promise((resolve) => setTimeout(resolve, Number(process.env.EGP_HOLD)));
         // Once the tunnels close, their slots serve again.
         await busy.kill();
         const again = await eventually("an allowed request after the busy tunnels closed", async () => {

@@ -448,8 +448,6 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
       headers: { ...headers, host: target.host, connection: "close" },
       setHost: false,
       agent: false,
-      // Bounds the connect too (a socket timeout set before the socket is connected).
-      timeout: config.headersTimeoutMs,
     });
     const cut = (why: string) => {
       if (reason === "ended") reason = why;
@@ -473,16 +471,15 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
     });
     relay(request, upstream, meter, "bytesOut", cut);
     request.on("end", () => upstream.end());
-    // Until the upstream is connected the `timeout` option's bound (headersTimeoutMs) holds, then the idle one.
-    let connected = false;
-    upstream.once("socket", (socket: Socket) => socket.once("connect", () => {
-      connected = true;
-      upstream.setTimeout(config.idleTimeoutMs);
-    }));
-    upstream.on("timeout", () => {
-      if (connected) cut(`idle for ${config.idleTimeoutMs} ms`);
-      else upstream.destroy(new Error(`no connection to ${address}:${port} within ${config.headersTimeoutMs} ms`));
-    });
+    upstream.setTimeout(config.idleTimeoutMs, () => cut(`idle for ${config.idleTimeoutMs} ms`));
+    // The connect is bounded by headersTimeoutMs (a timer of its own: Bun's socket timeout does
+    // not run while connecting); the answer's head ends the bound where the socket's connect
+    // is not reported.
+    const connectTimer = setTimeout(() => upstream.destroy(new Error(`no connection to ${address}:${port} within ${config.headersTimeoutMs} ms`)), config.headersTimeoutMs);
+    const connected = () => clearTimeout(connectTimer);
+    upstream.once("socket", (socket: Socket) => socket.once("connect", connected));
+    upstream.once("response", connected);
+    upstream.once("close", connected);
     upstream.on("error", (error: Error) => {
       if (reason !== "ended") return; // cut on purpose
       reason = `upstream failed: ${error.message}`;
@@ -541,12 +538,13 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
       if (client.destroyed) return; // the guest left while the name was looked up
       const upstream = connect({ host: verdict.address, port, highWaterMark: SOCKET_HIGH_WATER_MARK });
       let connected = false;
-      // The connect has a bound of its own (headersTimeoutMs): the kernel's SYN retries take minutes.
-      const connectTimeout = () => upstream.destroy(new Error(`no answer within ${config.headersTimeoutMs} ms`));
-      upstream.setTimeout(config.headersTimeoutMs, connectTimeout);
+      // The connect has a bound of its own (headersTimeoutMs): the kernel's SYN retries take
+      // minutes. A timer of its own, not `setTimeout` on the socket: Bun's does not run while connecting.
+      const connectTimer = setTimeout(() => upstream.destroy(new Error(`no answer within ${config.headersTimeoutMs} ms`)), config.headersTimeoutMs);
+      upstream.once("close", () => clearTimeout(connectTimer));
       upstream.once("connect", () => {
         connected = true;
-        upstream.off("timeout", connectTimeout);
+        clearTimeout(connectTimer);
         report({ event: "allowed", host, port, address: verdict.address });
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
         join(client, upstream, head, host, port, verdict.address);

@@ -2,6 +2,7 @@
 // override, CONNECT and absolute-form HTTP, and its bounds. Upstreams are local servers, so
 // loopback is reachable only where a test allows 127.0.0.1 explicitly.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, request } from "node:http";
 import { connect, createServer as createTcpServer, type AddressInfo } from "node:net";
@@ -429,4 +430,135 @@ test("EgressProxy closes a connection without a complete request head after head
     ]);
     await until(() => proxy.connections === 0);
   });
+});
+
+test("addressDefect names loopback as not public even when the host lists it as its own", () => {
+  const config = { addresses: [], hostAddresses: ["127.0.0.1", "::1", "172.20.0.1", "8.8.4.4"] };
+  assert.equal(addressDefect("127.0.0.1", config), "127.0.0.1 is not a public address (loopback)");
+  assert.equal(addressDefect("::1", config), "::1 is not a public address (loopback)");
+  assert.equal(addressDefect("::ffff:127.0.0.2", config), "::ffff:127.0.0.2 is not a public address (loopback)");
+  assert.equal(addressDefect("172.20.0.1", config), "172.20.0.1 is not a public address (private, link-local or reserved)");
+  assert.equal(addressDefect("8.8.4.4", config), "8.8.4.4 is one of the host's own addresses");
+});
+
+test("decide gives up a name lookup that does not answer within headersTimeoutMs", async () => {
+  const config = { ...base, hosts: ["slow.test"], headersTimeoutMs: 50 };
+  // A scripted resolver that never answers (a resolver that hangs is what this bound is for).
+  const never = () => new Promise<readonly string[]>(() => {});
+  assert.deepEqual(await decide("slow.test", 443, config, never), { denied: "slow.test does not resolve within 50 ms" });
+  assert.deepEqual(await decide("slow.test", 443, config, () => Promise.resolve(["93.184.216.34"])), { address: "93.184.216.34" });
+});
+
+/** Write `bytes` on a fresh connection and return what came back (once closed) and the denied events since. */
+async function refusedWith(proxyPort: number, events: EgressEvent[], bytes: string): Promise<{ answer: string; denied: EgressEvent[] }> {
+  const from = events.length;
+  const answer = (await exchange(proxyPort, Buffer.from(bytes, "latin1"))).toString("latin1");
+  await until(() => events.length > from);
+  return { answer, denied: events.slice(from) };
+}
+
+test("EgressProxy reports a denied event for every request it cannot parse or will not proxy, with the answer it sent", async () => {
+  await withProxy({ hosts: ["a.test"] }, async (proxyPort, events) => {
+    // Parse errors name the parser's code; which code a framing error gets differs between the
+    // runtimes' llhttp versions (TE with CL is HPE_INVALID_CONTENT_LENGTH on Node 26,
+    // HPE_INVALID_TRANSFER_ENCODING on Deno), so those reasons are matched by form.
+    const malformed = { event: "denied", host: "", port: 0, reason: /^malformed request \(HPE_[A-Z_]+\)$/u };
+    const cases: [string, string, EgressEvent | typeof malformed][] = [
+      ["GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", "400 Bad Request", malformed],
+      ["GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "400 Bad Request", malformed],
+      ["connect a.test:443 HTTP/1.1\r\nHost: a.test\r\n\r\n", "400 Bad Request", malformed],
+      [`GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Big: ${"x".repeat(17_000)}\r\n\r\n`, "431 Request Header Fields Too Large", { event: "denied", host: "", port: 0, reason: "request head larger than 16384 bytes" }],
+      ["GET /path HTTP/1.1\r\nHost: a.test\r\n\r\n", "400 Bad Request", { event: "denied", host: "", port: 0, reason: "not an absolute-form request (GET /path): only absolute-form http:// requests and CONNECT are proxied" }],
+      ["OPTIONS * HTTP/1.1\r\nHost: a.test\r\n\r\n", "400 Bad Request", { event: "denied", host: "", port: 0, reason: "not an absolute-form request (OPTIONS *): only absolute-form http:// requests and CONNECT are proxied" }],
+      ["GET https://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "400 Bad Request", { event: "denied", host: "a.test", port: 0, reason: "https: URLs are not proxied as requests: use CONNECT (https) or http://" }],
+      ["GET ftp://a.test:2121/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "400 Bad Request", { event: "denied", host: "a.test", port: 2121, reason: "ftp: URLs are not proxied as requests: use CONNECT (https) or http://" }],
+    ];
+    for (const [request, status, event] of cases) {
+      const { answer, denied } = await refusedWith(proxyPort, events, request);
+      assert.ok(answer.startsWith(`HTTP/1.1 ${status}\r\n`), `${JSON.stringify(request.slice(0, 40))}: ${answer}`);
+      assert.equal(denied.length, 1, JSON.stringify(request.slice(0, 40)));
+      if (event.reason instanceof RegExp) {
+        assert.deepEqual({ ...denied[0], reason: "" }, { ...event, reason: "" });
+        assert.match(denied[0].reason ?? "", event.reason);
+      } else assert.deepEqual(denied, [event], JSON.stringify(request.slice(0, 40)));
+    }
+  });
+});
+
+test("EgressProxy answers the first of pipelined requests only and reports the second denied", async () => {
+  const upstream = createServer((req, res) => res.end(`hello ${req.url}`));
+  const port = await localPort(upstream);
+  try {
+    await withProxy({ hosts: ["up.test"], resolve: { "up.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"] }, async (proxyPort, events) => {
+      const one = `GET http://up.test:${port}/one HTTP/1.1\r\nHost: up.test:${port}\r\n\r\n`;
+      const two = `GET http://up.test:${port}/two HTTP/1.1\r\nHost: up.test:${port}\r\n\r\n`;
+      const answer = (await exchange(proxyPort, Buffer.from(one + two))).toString("latin1");
+      assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/u);
+      assert.ok(answer.endsWith("\r\n\r\nhello /one"), answer);
+      await until(() => events.some((e) => e.event === "closed"));
+      assert.deepEqual(events.filter((e) => e.event === "denied"), [
+        { event: "denied", host: "", port: 0, reason: "pipelined request (GET after the first request): one connection carries one request" },
+      ]);
+    });
+  } finally {
+    upstream.close();
+  }
+});
+
+test("EgressProxy drops the headers the Connection field names, both ways", async () => {
+  let seen: Record<string, unknown> = {};
+  const upstream = createServer((req, res) => {
+    seen = req.headers;
+    res.writeHead(200, { connection: "x-hop-answer", "x-hop-answer": "secret", "x-kept": "yes" }).end("ok");
+  });
+  const port = await localPort(upstream);
+  try {
+    await withProxy({ hosts: ["up.test"], resolve: { "up.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"] }, async (proxyPort) => {
+      const request = `GET http://up.test:${port}/ HTTP/1.1\r\nHost: up.test:${port}\r\nConnection: close, X-Secret , x-other\r\nX-Secret: s\r\nX-Other: o\r\nX-Forwarded: f\r\n\r\n`;
+      const answer = (await exchange(proxyPort, Buffer.from(request))).toString("latin1").toLowerCase();
+      assert.equal(seen["x-secret"], undefined);
+      assert.equal(seen["x-other"], undefined);
+      assert.equal(seen["x-forwarded"], "f");
+      assert.equal(seen.connection, "close");
+      assert.match(answer, /^http\/1\.1 200 ok\r\n/u);
+      assert.ok(!answer.includes("x-hop-answer: secret"), answer);
+      assert.ok(answer.includes("\r\nx-kept: yes\r\n"), answer);
+    });
+  } finally {
+    upstream.close();
+  }
+});
+
+/**
+ * A loopback listener that never accepts (a python3 child: a listening socket nobody calls
+ * `accept` on; every JS runtime's server accepts at once), with its accept queue filled, so
+ * the kernel drops further SYNs and a connect to it hangs. Returns its port and a stop.
+ */
+async function unansweredPort(): Promise<{ port: number; stop: () => void }> {
+  const child = spawn("python3", ["-c", "import socket,sys,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(3600)"], { stdio: ["ignore", "pipe", "inherit"] });
+  const [line] = await once(child.stdout!, "data") as [Buffer];
+  const port = Number(line.toString().trim());
+  const fillers = Array.from({ length: 4 }, () => connect(port, "127.0.0.1").on("error", () => {}));
+  return { port, stop: () => { for (const filler of fillers) filler.destroy(); child.kill(); } };
+}
+
+test("EgressProxy bounds the upstream connect of a CONNECT and of an absolute-form request by headersTimeoutMs", async () => {
+  const { port, stop } = await unansweredPort();
+  try {
+    await withProxy({ hosts: ["slow.test"], resolve: { "slow.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"], headersTimeoutMs: 200 }, async (proxyPort, events) => {
+      const tunnelled = await tunnel(proxyPort, `slow.test:${port}`);
+      assert.equal(tunnelled.status, "HTTP/1.1 502 Bad Gateway");
+      tunnelled.socket.destroy();
+      assert.deepEqual(events, [{ event: "denied", host: "slow.test", port, reason: `cannot connect to 127.0.0.1:${port}: no answer within 200 ms` }]);
+      const answer = await get(proxyPort, `http://slow.test:${port}/`);
+      assert.deepEqual(answer, { status: 502, body: `egress proxy: upstream failed: no connection to 127.0.0.1:${port} within 200 ms\n` });
+      await until(() => events.length === 3);
+      assert.deepEqual(events.slice(1), [
+        { event: "allowed", host: "slow.test", port, address: "127.0.0.1" },
+        { event: "closed", host: "slow.test", port, address: "127.0.0.1", reason: `upstream failed: no connection to 127.0.0.1:${port} within 200 ms`, bytesOut: 0, bytesIn: 0 },
+      ]);
+    });
+  } finally {
+    stop();
+  }
 });
