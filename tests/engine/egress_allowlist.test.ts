@@ -152,8 +152,8 @@ engineTest("DockerSandbox allowlist: listed hosts through the proxy (HTTP and CO
       assert.match(inside.body!, /private\.test resolves to 10\.255\.255\.1 is not a public address/u);
       const loop = await client(sandbox, "connect", "loopback.test:80");
       assert.equal(loop.status, 403);
-      // (127.0.0.1 is also an address of the host's loopback interface, which is checked first.)
-      assert.equal(loop.body, "egress proxy: denied: loopback.test resolves to 127.0.0.1 is one of the host's own addresses\n");
+      // (127.0.0.1 is also among the host's own addresses; loopback is named first.)
+      assert.equal(loop.body, "egress proxy: denied: loopback.test resolves to 127.0.0.1 is not a public address (loopback)\n");
       // An address literal that is not allowed: the proxy's own egress gateway.
       const gateway = (egress.IPAM?.Config ?? [])[0]?.Gateway;
       assert.ok(gateway, "the egress bridge has a gateway");
