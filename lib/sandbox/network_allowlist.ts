@@ -104,7 +104,8 @@ export interface SandboxAllowlistNetwork {
    * A connection that has not sent a complete request head (a `CONNECT` or an absolute-form
    * request line with its headers) this long after the proxy accepted it is answered `408`
    * and closed, with a `denied` event ("no complete request head within … ms"), in
-   * milliseconds (1,000 … 86,400,000).
+   * milliseconds (1,000 … 86,400,000). The same bound holds for the proxy's name lookup of
+   * a request's host and for its connect to the upstream (refused `403` / answered `502`).
    *
    * @default {30000} thirty seconds
    */

@@ -16,8 +16,8 @@
  *    names as the host's own. The proxy connects to the checked address itself, so a name
  *    that resolves differently a moment later cannot redirect it.
  *
- * Bounds: TCP connections at once (silent ones too), time to a complete request head, idle
- * time per connection, bytes per connection (optional; tunnels and absolute-form requests
+ * Bounds: TCP connections at once (silent ones too), time to a complete request head (the
+ * same time bounds a name lookup and an upstream connect), idle time per connection, bytes per connection (optional; tunnels and absolute-form requests
  * alike), request head size (16 KiB, node:http's default). Each decision is one JSON line on stdout
  * (`{"event":"allowed"|"denied"|"closed",…}`), read by the controller through the Engine.
  *
@@ -50,7 +50,10 @@ export interface EgressProxyConfig {
   readonly resolve: Readonly<Record<string, readonly string[]>>;
   /** Most guest TCP connections open at once (counted when accepted, before any request). */
   readonly maxConnections: number;
-  /** A connection without a complete request head this long after it was accepted is closed (`408`), milliseconds. */
+  /**
+   * A connection without a complete request head this long after it was accepted is closed
+   * (`408`), milliseconds; the same bound holds for a name lookup and an upstream connect.
+   */
   readonly headersTimeoutMs: number;
   /** A connection with no bytes either way for this long is closed, milliseconds. */
   readonly idleTimeoutMs: number;
@@ -536,7 +539,10 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
         return refuse(client, rawAnswer("403 Forbidden", `denied: ${verdict.denied}`));
       }
       if (client.destroyed) return; // the guest left while the name was looked up
-      const upstream = connect({ host: verdict.address, port, highWaterMark: SOCKET_HIGH_WATER_MARK });
+      // `highWaterMark` reaches the socket's stream options (node:net passes them on), though the
+      // connect options' type does not list it; a variable, so no excess-property check.
+      const options = { host: verdict.address, port, highWaterMark: SOCKET_HIGH_WATER_MARK };
+      const upstream = connect(options);
       let connected = false;
       // The connect has a bound of its own (headersTimeoutMs): the kernel's SYN retries take
       // minutes. A timer of its own, not `setTimeout` on the socket: Bun's does not run while connecting.
