@@ -27,7 +27,7 @@ export const MAX_RESOLVE_ADDRESSES = 16;
 /**
  * Largest `maxConnections`: 128 connections open at once through the proxy. Measured on the
  * proxy container's 128 MiB (Engine 28.5, runc, cgroup v1, Node 26 in the proxy): 127 tunnels
- * the guest pushes into while the upstream never reads peaked at 75 to 96 MiB of the
+ * the guest pushes into while the upstream never reads peaked at 80 to 94 MiB of the
  * container's memory, so 128 leaves a margin; at 1,024 the proxy was OOM-killed at about 600.
  */
 export const MAX_EGRESS_CONNECTIONS = 128;

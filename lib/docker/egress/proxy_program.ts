@@ -261,7 +261,10 @@ const MAX_HOST_LENGTH = 253;
  * 16 KiB instead of the runtime's default (64 KiB on Node ≥ 22). A socket stops reading once
  * its readable side holds this much, and a relay pauses its source once the other side's
  * write queue holds this much, so a tunnel whose far end does not read holds about this much
- * per direction in the proxy (plus one read of the kernel's), not four times as much.
+ * per direction in the proxy (plus one read of the kernel's), not four times as much. Most
+ * of the proxy's memory under busy tunnels is read buffers waiting for a garbage collection,
+ * which this does not change: measured in the proxy container, 127 busy tunnels peaked at
+ * 80 to 94 MiB either way (see `MAX_EGRESS_CONNECTIONS`).
  */
 const SOCKET_HIGH_WATER_MARK = 16_384;
 /** Largest request head node:http parses (its default `maxHeaderSize`), bytes. */
