@@ -27,8 +27,9 @@
  * gVisor (`runsc`): the guest's sockets live in gVisor's own netstack, whose buffers are the
  * sentry's memory, charged to the container's memory limit. runsc accepts the sysctls but
  * ignores them (measured: the guest reads gVisor's `4096 1048576 4194304` either way), so
- * they are not sent for a `runsc` keeper. The proxy always runs under the daemon's default
- * runtime (runc) and always gets them.
+ * they are not sent for a `runsc` keeper. The proxy always runs under runc, named in its
+ * `HostConfig.Runtime` and read back (a daemon whose default runtime is runsc cannot run it
+ * without the caps), and always gets them.
  *
  * @module
  */

@@ -76,7 +76,9 @@ export interface SandboxAllowlistNetwork {
    * addresses or CIDR ranges (`10.0.0.5`, `10.1.0.0/16`, `fd00::/8`), at most 256. A name on
    * `hosts` that resolves into one of them is allowed; a request for an address literal in
    * one of them is allowed on every port. A `/0` range (`0.0.0.0/0`, `::/0`) is refused: it
-   * would turn every address check off.
+   * would turn every address check off. Other ranges are trusted as written: `0.0.0.0/1` with
+   * `128.0.0.0/1`, or `::ffff:0:0/96` (every IPv4 address in IPv6 form, loopback included),
+   * turn the checks off as well.
    *
    * @default {[]}
    */

@@ -106,7 +106,9 @@ export function proxyCreateBody(spec: ProxySpec): Record<string, unknown> {
       Tmpfs: {},
       Mounts: [],
       Ulimits: [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: PROXY_LIMITS.nofile, Hard: PROXY_LIMITS.nofile }],
-      // The daemon's default runtime (runc) under every profile: the caps apply.
+      // runc under every profile, named (not the daemon's default, which may be runsc): the
+      // socket buffer caps apply only under runc, and the readback checks it.
+      Runtime: "runc",
       Sysctls: socketBufferSysctls("runc"),
     },
     NetworkingConfig: { EndpointsConfig: { [spec.internalNetwork]: {}, [spec.egressNetwork]: {} } },
@@ -129,7 +131,7 @@ export function containerNetworks(inspect: ContainerInspect): Readonly<Record<st
 const HOST_FIELDS = [
   "ReadonlyRootfs", "CapDrop", "CapAdd", "SecurityOpt", "PidMode", "IpcMode", "CgroupnsMode", "UsernsMode", "Privileged",
   "Memory", "MemorySwap", "NanoCpus", "PidsLimit", "NetworkMode", "Tmpfs", "Mounts", "Binds", "Devices", "PortBindings",
-  "PublishAllPorts", "Ulimits", "Sysctls",
+  "PublishAllPorts", "Ulimits", "Sysctls", "Runtime",
 ] as const;
 
 /** An absent list or map reads back as `null`; compare it as the empty one that was sent. */

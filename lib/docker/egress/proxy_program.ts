@@ -275,6 +275,33 @@ const REFUSED_LINGER_MS = 2_000;
 const HOP_HEADERS = ["connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "upgrade"];
 
 /**
+ * Longest `reason` an event carries, characters: a reason may quote what the guest sent (a
+ * URL's scheme, a request target), and an event line must stay far below the controller's
+ * line bound (16 KiB, `MAX_EGRESS_LINE_LENGTH`) and its schema's 4,096-character reason, or a
+ * guest could end the host's reading of every later decision with one request.
+ */
+export const MAX_REASON_LENGTH = 512;
+
+/** `event` with its host and reason cut to their bounds (`…` marks a cut). */
+function bounded(event: EgressEvent): EgressEvent {
+  const reason = event.reason !== undefined && event.reason.length > MAX_REASON_LENGTH ? `${event.reason.slice(0, MAX_REASON_LENGTH)}…` : event.reason;
+  return { ...event, host: shown(event.host), ...(reason === undefined ? {} : { reason }) };
+}
+
+/** Fields that frame a request or name its target: `Connection` must not name them. */
+const FRAMING_HEADERS = new Set(["content-length", "transfer-encoding", "host"]);
+
+/**
+ * The framing field a request's `Connection` header names, if any: stripping it as
+ * hop-by-hop would change how the upstream reads the body (`Connection: content-length` would
+ * turn the body into a second request), so such a request is refused instead.
+ */
+function connectionNamesFraming(headers: IncomingMessage["headers"]): string | undefined {
+  const named = String(headers.connection ?? "").split(",").map((name) => name.trim().toLowerCase());
+  return named.find((name) => FRAMING_HEADERS.has(name));
+}
+
+/**
  * `headers` without the hop-by-hop ones: {@linkcode HOP_HEADERS} and every field the
  * `Connection` header names (`Connection: close, X-Secret` drops `x-secret`; RFC 9110 §7.6.1).
  */
@@ -355,9 +382,12 @@ export interface EgressProxy {
  * carries one request.
  *
  * @param config what to enforce
- * @param report receives each decision (the program writes them to stdout as JSON lines)
+ * @param sink receives each decision, its host and reason bounded (the program writes them to
+ *   stdout as JSON lines)
  */
-export function startEgressProxy(config: EgressProxyConfig, report: (event: EgressEvent) => void): Promise<EgressProxy> {
+export function startEgressProxy(config: EgressProxyConfig, sink: (event: EgressEvent) => void): Promise<EgressProxy> {
+  /** Every event goes out bounded (host {@linkcode MAX_HOST_LENGTH}, reason {@linkcode MAX_REASON_LENGTH}). */
+  const report = (event: EgressEvent) => sink(bounded(event));
   /** Accepted connections, counted against `maxConnections`. */
   const admitted = new Set<Socket>();
   /** Connections refused for the count, answered and lingering (at most `maxConnections`). */
@@ -506,14 +536,20 @@ export function startEgressProxy(config: EgressProxyConfig, report: (event: Egre
       return plain(response, 400, "only absolute-form http:// requests and CONNECT are proxied");
     }
     if (target.protocol !== "http:") {
-      deny(shown(target.hostname), Number(target.port || 0), `${target.protocol} URLs are not proxied as requests: use CONNECT (https) or http://`);
-      return plain(response, 400, `${target.protocol} URLs are not proxied as requests: use CONNECT for https`);
+      const scheme = shown(target.protocol);
+      deny(shown(target.hostname), Number(target.port || 0), `${scheme} URLs are not proxied as requests: use CONNECT (https) or http://`);
+      return plain(response, 400, `${scheme} URLs are not proxied as requests: use CONNECT for https`);
     }
     const host = target.hostname.replace(/^\[|\]$/gu, "");
     const port = Number(target.port || 80);
     if (host.length > MAX_HOST_LENGTH) {
       deny(shown(host), port, `host name longer than ${MAX_HOST_LENGTH} characters`);
       return plain(response, 400, `host name longer than ${MAX_HOST_LENGTH} characters`);
+    }
+    const framing = connectionNamesFraming(request.headers);
+    if (framing !== undefined) {
+      deny(host, port, `the Connection field names ${framing}, which frames the request: remove it from Connection`);
+      return plain(response, 400, `the Connection field names ${framing}, which frames the request: remove it from Connection`);
     }
     decide(host, port, config).then((verdict) => {
       if ("denied" in verdict) {

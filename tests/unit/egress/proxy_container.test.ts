@@ -50,6 +50,7 @@ function inspectOf(change: (inspect: Inspect) => void = () => {}): ContainerInsp
 test("proxyMismatches accepts the readback of its own create body and names every changed field", () => {
   assert.deepEqual(proxyMismatches(inspectOf(), spec, true), []);
   assert.deepEqual((proxyCreateBody(spec).HostConfig as { Ulimits: unknown }).Ulimits, [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: 4096, Hard: 4096 }]);
+  assert.equal((proxyCreateBody(spec).HostConfig as { Runtime: unknown }).Runtime, "runc");
   assert.deepEqual((proxyCreateBody(spec).HostConfig as { Sysctls: unknown }).Sysctls, { "net.ipv4.tcp_rmem": "4096 131072 1048576", "net.ipv4.tcp_wmem": "4096 16384 1048576" });
   const cases: [(inspect: Inspect) => void, string][] = [
     [(i) => (i.HostConfig.ReadonlyRootfs = false), "HostConfig.ReadonlyRootfs is false"],
@@ -62,6 +63,7 @@ test("proxyMismatches accepts the readback of its own create body and names ever
     [(i) => (i.HostConfig.Ulimits = [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: 4096, Hard: 1048576 }]),
       'HostConfig.Ulimits is [{"Name":"core","Soft":0,"Hard":0},{"Name":"nofile","Soft":4096,"Hard":1048576}]'],
     [(i) => (i.HostConfig.Sysctls = null), "HostConfig.Sysctls is {}"],
+    [(i) => (i.HostConfig.Runtime = "runsc"), 'HostConfig.Runtime is "runsc"'],
     [(i) => (i.HostConfig.Sysctls = { "net.ipv4.tcp_rmem": "4096 131072 1048576" }), 'HostConfig.Sysctls is {"net.ipv4.tcp_rmem":"4096 131072 1048576"}'],
     [(i) => (i.Config.Cmd = ["-e", "evil()"]), "entrypoint/command is not the proxy program"],
     [(i) => (i.Config.Env = ["PATH=/bin"]), "environment lacks the proxy's configuration"],

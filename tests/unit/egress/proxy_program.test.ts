@@ -14,8 +14,10 @@ import {
   type EgressProxy,
   type EgressProxyConfig,
   hostAllowed,
+  MAX_REASON_LENGTH,
   startEgressProxy,
 } from "../../../lib/docker/egress/proxy_program.ts";
+import { MAX_EGRESS_LINE_LENGTH } from "../../../lib/docker/egress/events.ts";
 
 const base: EgressProxyConfig = {
   port: 0,
@@ -483,6 +485,55 @@ test("EgressProxy reports a denied event for every request it cannot parse or wi
       } else assert.deepEqual(denied, [event], JSON.stringify(request.slice(0, 40)));
     }
   });
+});
+
+test("EgressProxy bounds what an event quotes: a 16 KiB URL scheme gives a reason of at most MAX_REASON_LENGTH, and later decisions are still reported", async () => {
+  await withProxy({ hosts: ["a.test"] }, async (proxyPort, events) => {
+    const scheme = "a".repeat(16_300);
+    const { answer, denied } = await refusedWith(proxyPort, events, `GET ${scheme}://x/ HTTP/1.1\r\nHost: x\r\n\r\n`);
+    assert.ok(answer.startsWith("HTTP/1.1 400 Bad Request\r\n"), answer.slice(0, 80));
+    assert.equal(denied.length, 1);
+    // The scheme is quoted cut to 253 characters, like a host name.
+    assert.deepEqual(denied, [{ event: "denied", host: "x", port: 0, reason: `${"a".repeat(253)}… URLs are not proxied as requests: use CONNECT (https) or http://` }]);
+    assert.ok((denied[0].reason ?? "").length <= MAX_REASON_LENGTH);
+    assert.ok(JSON.stringify(denied[0]).length < MAX_EGRESS_LINE_LENGTH / 4);
+    // The next refusal is reported as usual.
+    const next = await refusedWith(proxyPort, events, "CONNECT b.test:443 HTTP/1.1\r\nHost: b.test:443\r\n\r\n");
+    assert.deepEqual(next.denied.map((e) => [e.event, e.host, e.port]), [["denied", "b.test", 443]]);
+  });
+});
+
+test("EgressProxy refuses a request whose Connection field names a framing header (content-length, transfer-encoding, host) with 400 and a denied event", async () => {
+  let reached = 0;
+  const upstream = createServer((_req, res) => {
+    reached += 1;
+    res.end("ok");
+  });
+  const port = await localPort(upstream);
+  try {
+    await withProxy({ hosts: ["up.test"], resolve: { "up.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"] }, async (proxyPort, events) => {
+      const smuggled = `GET /smuggled HTTP/1.1\r\nHost: zz\r\n\r\n`;
+      for (const [named, extra] of [
+        ["content-length", `Content-Length: ${smuggled.length}\r\n`],
+        ["transfer-encoding", "Transfer-Encoding: chunked\r\n"],
+        ["host", ""],
+      ]) {
+        const body = named === "transfer-encoding" ? `${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n` : named === "content-length" ? smuggled : "";
+        const request = `GET http://up.test:${port}/a HTTP/1.1\r\nHost: up.test:${port}\r\n${extra}Connection: close, ${named}\r\n\r\n${body}`;
+        const { answer, denied } = await refusedWith(proxyPort, events, request);
+        assert.ok(answer.startsWith("HTTP/1.1 400 Bad Request\r\n"), `${named}: ${answer}`);
+        assert.deepEqual(denied, [{
+          event: "denied",
+          host: "up.test",
+          port,
+          reason: `the Connection field names ${named}, which frames the request: remove it from Connection`,
+        }]);
+      }
+      assert.equal(reached, 0);
+    });
+  } finally {
+    upstream.close();
+  }
 });
 
 test("EgressProxy answers the first of pipelined requests only and reports the second denied", async () => {
