@@ -3,10 +3,10 @@
 // until it blocks (a bulk upload each), which is the most the proxy can be made to hold in
 // its own buffers. The proxy must hold them all within its 128 MiB: not OOM-killed, still
 // running, answering an allowed request through the one slot left, and serving again once
-// the tunnels close. Node only: the proxy runs under the node guest whatever runtime runs
-// the test, so Deno and Bun would test the same thing, and each run leaves the busy tunnels'
-// sockets (orphaned, several MiB of kernel TCP memory each) on the host for minutes; keep
-// runs of this file few and watch `grep TCP: /proc/net/sockstat`.
+// the tunnels close. It runs under every runtime like the other engine tests (a few
+// seconds each). Each run leaves the busy tunnels' sockets (orphaned, up to the socket
+// buffer caps of kernel TCP memory each) on the host for minutes: keep runs of this file
+// few and watch `grep TCP: /proc/net/sockstat`.
 import assert from "node:assert/strict";
 import { once } from "node:events";
 import { createServer, type Socket } from "node:net";
