@@ -13,7 +13,7 @@ import type { RowResult } from "./_stats.ts";
 export const POOL_TAKE = "ours: pool.take() → process start → first stdout byte";
 
 /** Starts `echo first` and resolves once its first stdout byte is read; the rest runs on. */
-export async function firstByte(sandbox: DockerSandbox): Promise<() => Promise<void>> {
+async function firstByte(sandbox: DockerSandbox): Promise<() => Promise<void>> {
   const process = await sandbox.reserveProcess({ executable: "/bin/echo", args: ["first"] }).start();
   const reader = process.stdout.getReader();
   const { value } = await reader.read();
@@ -55,11 +55,25 @@ function cliFirstByte(config: BenchConfig): Promise<Promise<void>> {
 }
 
 /** Waits (untimed) until the pool is full again, so each take measures the warm case. */
-export async function refilled(pool: { ready: number; size: number }): Promise<void> {
+async function refilled(pool: { ready: number; size: number }): Promise<void> {
   for (let waited = 0; pool.ready < pool.size; waited += 20) {
     if (waited > 120_000) throw new Error("Cannot measure: the pool did not refill within 120 s");
     await sleep(20);
   }
+}
+
+/**
+ * One warm take: waits (untimed) for the pool to be full, then times `take()` → the first
+ * stdout byte of `echo`; the rest of the run and the destroy are not timed. Milliseconds.
+ */
+export async function timedTake(pool: { ready: number; size: number; take(): Promise<DockerSandbox> }): Promise<number> {
+  await refilled(pool);
+  const started = performance.now();
+  const sandbox = await pool.take();
+  const rest = await firstByte(sandbox);
+  const wallMs = performance.now() - started;
+  await rest().finally(() => sandbox.destroy());
+  return wallMs;
 }
 
 /** Row 4: warm pool vs cold start vs `docker run`, to the first stdout byte. */
@@ -69,15 +83,7 @@ export async function poolRow(config: BenchConfig, backend: DockerSandboxBackend
     const variants: TimedVariant[] = [
       {
         name: POOL_TAKE,
-        run: async () => {
-          await refilled(pool);
-          const started = performance.now();
-          const sandbox = await pool.take();
-          const rest = await firstByte(sandbox);
-          const wallMs = performance.now() - started;
-          await rest().finally(() => sandbox.destroy());
-          return { wallMs, cpuMs: Number.NaN };
-        },
+        run: async () => ({ wallMs: await timedTake(pool), cpuMs: Number.NaN }),
       },
       {
         name: "ours: cold reserve().start() → process start → first stdout byte",

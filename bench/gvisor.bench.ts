@@ -17,7 +17,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { createDockerSandboxBackend } from "../lib/docker/backend.ts";
 import type { DockerSandboxProfile } from "../lib/docker/profiles.ts";
-import { firstByte, refilled } from "./_pool_row.ts";
+import { timedTake } from "./_pool_row.ts";
 import { NO_RECORD, USER } from "./_rows.ts";
 import { BENCH_NAMESPACE, benchConfig, runtimeName } from "./_setup.ts";
 import { summarize } from "./_stats.ts";
@@ -55,12 +55,7 @@ try {
     const pool = backend.pool({ request: { policy }, size: 1, recovery: NO_RECORD });
     try {
       for (let i = -1; i < takes; i++) { // i = -1: one warm-up, not counted
-        await refilled(pool);
-        const started = performance.now();
-        const sandbox = await pool.take();
-        const rest = await firstByte(sandbox);
-        const elapsed = performance.now() - started;
-        await rest().finally(() => sandbox.destroy());
+        const elapsed = await timedTake(pool);
         if (i >= 0) samples[index].take.push(elapsed);
       }
     } finally {
