@@ -8,7 +8,9 @@
 //
 // Environment: as for bench/sandbox.bench.ts and bench/files.bench.ts (their BENCH_* and
 // AGENTCELL_* variables pass through); BENCH_GOALS_ROWS (start,exec,stream,pool,run) narrows the
-// sandbox rows, BENCH_GOALS_FILES=0 leaves the file benchmark out.
+// sandbox rows, BENCH_GOALS_FILES=0 leaves the file benchmark out. The stdout row takes 8
+// runs of 256 MiB per variant here (BENCH_STREAM_RUNS, 4 in the sandbox benchmark alone):
+// with 4, a ratio moved by up to 25 % between runs of the same code.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -33,7 +35,12 @@ const started = new Date();
 try {
   for (const [name, command, args] of runs) {
     const file = join(scratch, `${name}.json`);
-    const env = { ...process.env, BENCH_GOALS_JSON: file, BENCH_ROWS: process.env.BENCH_GOALS_ROWS ?? "start,exec,stream,pool,run" };
+    const env = {
+      ...process.env,
+      BENCH_GOALS_JSON: file,
+      BENCH_ROWS: process.env.BENCH_GOALS_ROWS ?? "start,exec,stream,pool,run",
+      BENCH_STREAM_RUNS: process.env.BENCH_STREAM_RUNS ?? "8",
+    };
     const result = spawnSync(command, args, { stdio: ["ignore", "inherit", "inherit"], env });
     if (result.status !== 0) throw new Error(`Cannot collect the goals: ${name} benchmark exited with ${result.status ?? result.signal}`);
     reports.push(...JSON.parse(readFileSync(file, "utf8")) as GoalReport[]);
