@@ -297,8 +297,12 @@ const FRAMING_HEADERS = new Set(["content-length", "transfer-encoding", "host"])
  * turn the body into a second request), so such a request is refused instead.
  */
 function connectionNamesFraming(headers: IncomingMessage["headers"]): string | undefined {
-  const named = String(headers.connection ?? "").split(",").map((name) => name.trim().toLowerCase());
-  return named.find((name) => FRAMING_HEADERS.has(name));
+  return connectionNames(headers).find((name) => FRAMING_HEADERS.has(name));
+}
+
+/** The field names a `Connection` header lists, lower-cased (RFC 9110 §7.6.1). */
+function connectionNames(headers: IncomingMessage["headers"]): string[] {
+  return String(headers.connection ?? "").split(",").map((name) => name.trim().toLowerCase()).filter((name) => name !== "");
 }
 
 /**
@@ -307,8 +311,7 @@ function connectionNamesFraming(headers: IncomingMessage["headers"]): string | u
  */
 function endToEnd(headers: IncomingMessage["headers"]): IncomingMessage["headers"] {
   const kept = { ...headers };
-  const named = String(kept.connection ?? "").split(",").map((name) => name.trim().toLowerCase()).filter((name) => name !== "");
-  for (const name of [...HOP_HEADERS, ...named]) delete kept[name];
+  for (const name of [...HOP_HEADERS, ...connectionNames(headers)]) delete kept[name];
   return kept;
 }
 
