@@ -87,21 +87,43 @@ export async function netFloor(engine: DockerEngine, socketPath: string, keeperI
   });
 }
 
-/** The floor over `Deno.connect` (one reused 64 KiB read buffer); Deno only. */
-export async function denoFloor(engine: DockerEngine, socketPath: string, keeperId: string, cmd: readonly string[], user: { uid: number; gid: number }): Promise<number> {
+/**
+ * How the Deno floor reads: `reused` into one 64 KiB buffer, keeping nothing (the bare
+ * floor); `owned` the same, plus a copy of each read into a fresh buffer of its length — the
+ * least any stream that hands chunks to a caller must do, and nothing else; `readable`
+ * through Deno's own `conn.readable` with a default reader (what a Deno program reading a
+ * socket as a Web Stream gets).
+ */
+export type DenoFloorReads = "reused" | "owned" | "readable";
+
+/** The floor over `Deno.connect`; Deno only. */
+export async function denoFloor(
+  engine: DockerEngine,
+  socketPath: string,
+  keeperId: string,
+  cmd: readonly string[],
+  user: { uid: number; gid: number },
+  reads: DenoFloorReads = "reused",
+): Promise<number> {
   const head = await upgradeHead(engine, keeperId, cmd, user);
   const conn = await Deno.connect({ transport: "unix", path: socketPath });
+  let closed = false;
   try {
     for (let offset = 0; offset < head.byteLength;) offset += await conn.write(head.subarray(offset));
     const counter = new HeadThenCount();
+    if (reads === "readable") {
+      closed = true; // the readable closes the connection at its end
+      for await (const chunk of conn.readable) counter.take(chunk);
+      return counter.bytes;
+    }
     const buffer = new Uint8Array(64 * 1024);
     for (;;) {
       const length = await conn.read(buffer);
       if (length === null) return counter.bytes;
-      counter.take(buffer.subarray(0, length));
+      counter.take(reads === "owned" ? buffer.slice(0, length) : buffer.subarray(0, length));
     }
   } finally {
-    conn.close();
+    if (!closed) conn.close();
   }
 }
 

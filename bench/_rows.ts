@@ -17,13 +17,28 @@ import { bunFloor, denoFloor, netFloor } from "./_floor.ts";
 export const FLOOR_NET = "floor: bare node:net socket, no HTTP client, no demux";
 /** Name of the native-socket floor variant of the stdout row (Deno and Bun only). */
 export const FLOOR_NATIVE = "floor: bare native socket (Deno.connect / Bun.connect), no HTTP, no demux";
+/** Name of the Deno floor that copies each read into a fresh buffer (the least a stream handing out chunks does). */
+export const FLOOR_DENO_OWNED = "floor: bare Deno.connect, each read copied into a fresh buffer (owned chunks)";
+/** Name of the Deno reference that reads the socket through Deno's own `conn.readable`. */
+export const DENO_READABLE = "Deno's own conn.readable, default reader, no HTTP, no demux (reference)";
 
-/** The native floor of the running runtime: `Deno.connect` on Deno, `Bun.connect` on Bun, none on Node. */
+/**
+ * The native floor of the running runtime: `Deno.connect` on Deno, `Bun.connect` on Bun, none
+ * on Node; on Deno also the floor with owned chunks and Deno's own `conn.readable`.
+ */
 function nativeFloor(config: BenchConfig, engine: DockerEngine, keeperId: string, cmd: string[], check: (read: number) => void): TimedVariant[] {
   const global = globalThis as { Deno?: unknown; Bun?: unknown };
   const floor = global.Deno ? denoFloor : global.Bun ? bunFloor : undefined;
   if (floor === undefined) return [];
-  return [{ name: FLOOR_NATIVE, run: async () => check(await floor(engine, config.socketPath, keeperId, cmd, USER)) }];
+  const variants: TimedVariant[] = [{ name: FLOOR_NATIVE, run: async () => check(await floor(engine, config.socketPath, keeperId, cmd, USER)) }];
+  if (global.Deno) {
+    // Bun's data handler already gets a fresh buffer per receive, so its floor owns its chunks.
+    variants.push(
+      { name: FLOOR_DENO_OWNED, run: async () => check(await denoFloor(engine, config.socketPath, keeperId, cmd, USER, "owned")) },
+      { name: DENO_READABLE, run: async () => check(await denoFloor(engine, config.socketPath, keeperId, cmd, USER, "readable")) },
+    );
+  }
+  return variants;
 }
 
 /** The sandbox user of every benchmark exec. */

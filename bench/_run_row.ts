@@ -3,16 +3,24 @@
 // keeper, as the same user in the same directory. Its aims (issue 12): ours ≤ 1.0× dockerode
 // and ≤ 0.7× the CLI. A reference variant runs through dockerode the exact `Cmd` that run()
 // sends (the guest wrapper that marks the process, raises its OOM score and execs true), so
-// the client's share can be told from the wrapper's.
+// the client's share can be told from the wrapper's; two floors make the same three Engine
+// calls over bare `node:net` sockets with no client library (bench/_exec_floor.ts), so the
+// Engine's own share of the time shows: what no client can go below.
 import { processMark, wrappedCommand } from "../lib/docker/process.ts";
 import type { DockerSandbox } from "../lib/docker/sandbox.ts";
 import { type DockerodeClient, dockerodeExec } from "./_dockerode.ts";
+import { rawSocketExec } from "./_exec_floor.ts";
 import { cliExecVariant, USER } from "./_rows.ts";
 import { type BenchConfig, roundRobin, type TimedVariant } from "./_setup.ts";
 import type { RowResult } from "./_stats.ts";
 
+/** Name of the bare-socket exec variant: a fresh connection per Engine call, no client library. */
+export const RAW_EXEC_FLOOR = "floor: bare node:net exec of true, a connection per call, no client library";
+/** Name of the bare-socket exec variant with one kept-alive connection for create and inspect. */
+export const RAW_EXEC_FLOOR_KEEP_ALIVE = "floor: bare node:net exec of true, create and inspect on one kept-alive connection";
+
 /** Row 5: `sandbox.run("/bin/true")` round trip in the running sandbox `keeper`. */
-export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockerode: DockerodeClient): Promise<RowResult> {
+export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockerode: DockerodeClient, apiVersion: string): Promise<RowResult> {
   const keeperId = keeper.resources.keeperId;
   const userText = `${USER.uid}:${USER.gid}`;
   const succeeded = (code: number) => {
@@ -38,6 +46,14 @@ export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockero
       run: dockerode.docker
         ? async () => succeeded((await dockerodeExec(dockerode.docker!, keeperId, wrappedCommand(["/bin/true"], processMark(), "p"), userText)).code)
         : () => Promise.reject(new Error(dockerode.error)),
+    },
+    {
+      name: RAW_EXEC_FLOOR,
+      run: async () => succeeded(await rawSocketExec(config.socketPath, apiVersion, keeperId, ["true"], USER, false)),
+    },
+    {
+      name: RAW_EXEC_FLOOR_KEEP_ALIVE,
+      run: async () => succeeded(await rawSocketExec(config.socketPath, apiVersion, keeperId, ["true"], USER, true)),
     },
   ];
   const results = await roundRobin(variants, config.execs, config.warmups);

@@ -154,7 +154,7 @@ try {
       results.push(row);
     }
     if (rows.has("run")) {
-      const row = await runRow(config, keeper, dockerode);
+      const row = await runRow(config, keeper, dockerode, await engine.apiVersion());
       printRow(row);
       results.push(row);
     }
