@@ -10,7 +10,8 @@
 // AGENTCELL_* variables pass through); BENCH_GOALS_ROWS (start,exec,stream,pool,run) narrows the
 // sandbox rows, BENCH_GOALS_FILES=0 leaves the file benchmark out. The stdout row takes 8
 // runs of 256 MiB per variant here (BENCH_STREAM_RUNS, 4 in the sandbox benchmark alone):
-// with 4, a ratio moved by up to 25 % between runs of the same code.
+// with 4, a ratio moved by up to 25 % between runs of the same code. The exec and run() rows
+// take 60 rounds (BENCH_EXECS, 20 alone): with 20, a floor came out slower than what it bounds.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -40,6 +41,7 @@ try {
       BENCH_GOALS_JSON: file,
       BENCH_ROWS: process.env.BENCH_GOALS_ROWS ?? "start,exec,stream,pool,run",
       BENCH_STREAM_RUNS: process.env.BENCH_STREAM_RUNS ?? "8",
+      BENCH_EXECS: process.env.BENCH_EXECS ?? "60",
     };
     const result = spawnSync(command, args, { stdio: ["ignore", "inherit", "inherit"], env });
     if (result.status !== 0) throw new Error(`Cannot collect the goals: ${name} benchmark exited with ${result.status ?? result.signal}`);
