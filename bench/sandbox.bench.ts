@@ -8,9 +8,12 @@
 // 3. stdout throughput: 256 MiB × 4 runs by default (1 GiB in all; BENCH_STREAM_MIB=1024
 // BENCH_STREAM_RUNS=1 for one 1 GiB stream) from `dd if=/dev/zero bs=1M` in the guest
 // (busybox `head -c` writes 4 KiB pieces and caps the Engine near 45 MB/s, hiding the
-// clients), against a bare node:net socket and (on Deno and Bun) the runtime's native socket;
+// clients), against a bare node:net socket and (on Deno and Bun) the runtime's native socket
+// (on Deno also that socket with each read copied into a fresh buffer, and Deno's own
+// conn.readable);
 // 4. time to the first stdout byte: warm pool `take()`, cold `start()`, `docker run`;
-// 5. `sandbox.run("/bin/true")` round trip in one running sandbox (bench/_run_row.ts).
+// 5. `sandbox.run("/bin/true")` round trip in one running sandbox, with bare-socket floors
+// (bench/_run_row.ts, bench/_exec_floor.ts).
 // Variants run interleaved round robin. Each row prints median and p90 per variant, the
 // ratio of its median time to ours and this process's CPU time; then where our time goes
 // (traced Engine calls), a Markdown table and the goal ratios (BENCH_GOALS_JSON=<file>
