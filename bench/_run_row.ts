@@ -4,20 +4,33 @@
 // and ≤ 0.7× the CLI. A reference variant runs through dockerode the exact `Cmd` that run()
 // sends (the guest wrapper that marks the process, raises its OOM score and execs true), so
 // the client's share can be told from the wrapper's; two floors make the same three Engine
-// calls over bare `node:net` sockets with no client library (bench/_exec_floor.ts), so the
-// Engine's own share of the time shows: what no client can go below.
+// calls over bare sockets with no client library (bench/_exec_floor.ts: `node:net`, and on
+// Deno and Bun the native socket; a connection per call, and kept alive), so the Engine's own
+// share of the time shows: what no client can go below.
 import { processMark, wrappedCommand } from "../lib/docker/process.ts";
 import type { DockerSandbox } from "../lib/docker/sandbox.ts";
 import { type DockerodeClient, dockerodeExec } from "./_dockerode.ts";
-import { rawSocketExec } from "./_exec_floor.ts";
+import { type FloorSocket, rawSocketExec } from "./_exec_floor.ts";
 import { cliExecVariant, USER } from "./_rows.ts";
 import { type BenchConfig, roundRobin, type TimedVariant } from "./_setup.ts";
 import type { RowResult } from "./_stats.ts";
 
-/** Name of the bare-socket exec variant: a fresh connection per Engine call, no client library. */
-export const RAW_EXEC_FLOOR = "floor: bare node:net exec of true, a connection per call, no client library";
-/** Name of the bare-socket exec variant with one kept-alive connection for create and inspect. */
-export const RAW_EXEC_FLOOR_KEEP_ALIVE = "floor: bare node:net exec of true, create and inspect on one kept-alive connection";
+/** Names of the bare-socket exec floors start with this (bench/_goals.ts finds them by it). */
+export const EXEC_FLOOR_PREFIX = "floor: bare";
+
+/** The bare-socket exec floors of the running runtime: `node:net` everywhere, the native socket on Deno and Bun. */
+function execFloors(config: BenchConfig, apiVersion: string, keeperId: string, succeeded: (code: number) => void): TimedVariant[] {
+  const global = globalThis as { Deno?: unknown; Bun?: unknown };
+  const native = global.Deno ? "Deno.connect" : global.Bun ? "Bun.connect" : undefined;
+  const sockets: [FloorSocket, string][] = [["node:net", "node:net"]];
+  if (native !== undefined) sockets.push(["native", native]);
+  return sockets.flatMap(([socket, label]) =>
+    [false, true].map((keepAlive): TimedVariant => ({
+      name: `${EXEC_FLOOR_PREFIX} ${label} exec of true, ${keepAlive ? "create and inspect on one kept-alive connection" : "a connection per call"}, no client library`,
+      run: async () => succeeded(await rawSocketExec(config.socketPath, apiVersion, keeperId, ["true"], USER, { keepAlive, socket })),
+    }))
+  );
+}
 
 /** Row 5: `sandbox.run("/bin/true")` round trip in the running sandbox `keeper`. */
 export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockerode: DockerodeClient, apiVersion: string): Promise<RowResult> {
@@ -47,14 +60,7 @@ export async function runRow(config: BenchConfig, keeper: DockerSandbox, dockero
         ? async () => succeeded((await dockerodeExec(dockerode.docker!, keeperId, wrappedCommand(["/bin/true"], processMark(), "p"), userText)).code)
         : () => Promise.reject(new Error(dockerode.error)),
     },
-    {
-      name: RAW_EXEC_FLOOR,
-      run: async () => succeeded(await rawSocketExec(config.socketPath, apiVersion, keeperId, ["true"], USER, false)),
-    },
-    {
-      name: RAW_EXEC_FLOOR_KEEP_ALIVE,
-      run: async () => succeeded(await rawSocketExec(config.socketPath, apiVersion, keeperId, ["true"], USER, true)),
-    },
+    ...execFloors(config, apiVersion, keeperId, succeeded),
   ];
   const results = await roundRobin(variants, config.execs, config.warmups);
   return {
