@@ -10,6 +10,7 @@
 import { Buffer } from "node:buffer";
 import { connect } from "node:net";
 import { pollExit } from "./_exec_steps.ts";
+import { bunConnect } from "./_floor.ts";
 
 /** Which socket the floor uses: `node:net`, or the running runtime's native socket. */
 export type FloorSocket = "node:net" | "native";
@@ -20,32 +21,6 @@ interface BareConnection {
   read(): Promise<Uint8Array | null>;
   close(): void;
 }
-
-declare const Deno: {
-  connect(options: { transport: "unix"; path: string }): Promise<{
-    read(buffer: Uint8Array): Promise<number | null>;
-    write(bytes: Uint8Array): Promise<number>;
-    close(): void;
-  }>;
-};
-
-interface BunSocket {
-  write(data: Uint8Array): number;
-  end(): void;
-}
-
-declare const Bun: {
-  connect(options: {
-    unix: string;
-    socket: {
-      data(socket: BunSocket, data: Uint8Array): void;
-      drain(socket: BunSocket): void;
-      end(socket: BunSocket): void;
-      close(socket: BunSocket): void;
-      error(socket: BunSocket, error: Error): void;
-    };
-  }): Promise<BunSocket>;
-};
 
 /** Chunks pushed by a callback-based socket, read one at a time. */
 class PushedChunks {
@@ -124,15 +99,11 @@ async function openDeno(socketPath: string): Promise<BareConnection> {
 
 async function openBun(socketPath: string): Promise<BareConnection> {
   const chunks = new PushedChunks();
-  const socket = await Bun.connect({
-    unix: socketPath,
-    socket: {
-      data: (_socket, data) => chunks.push(data),
-      drain: () => {},
-      end: () => chunks.end(),
-      close: () => chunks.end(),
-      error: (_socket, error) => chunks.end(error),
-    },
+  const socket = await bunConnect(socketPath, {
+    data: (_socket, data) => chunks.push(data),
+    end: () => chunks.end(),
+    close: () => chunks.end(),
+    error: (_socket, error) => chunks.end(error),
   });
   return {
     write(bytes) {

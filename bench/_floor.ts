@@ -8,25 +8,30 @@ import type { DockerEngine } from "../lib/engine/client.ts";
 import { createExec } from "../lib/engine/exec.ts";
 import { execBody } from "./_exec_steps.ts";
 
-/** The part of Bun's socket API the Bun floor uses. */
-interface BunFloorSocket {
+/** The part of a Bun socket the floors use. */
+export interface BunFloorSocket {
   write(data: Uint8Array): number;
   end(): void;
 }
 
+/** The handlers of a Bun socket the floors set. */
+export interface BunFloorHandlers {
+  open?(socket: BunFloorSocket): void;
+  data(socket: BunFloorSocket, data: Uint8Array): void;
+  drain?(socket: BunFloorSocket): void;
+  end(socket: BunFloorSocket): void;
+  close(socket: BunFloorSocket): void;
+  error(socket: BunFloorSocket, error: Error): void;
+}
+
 declare const Bun: {
-  connect(options: {
-    unix: string;
-    socket: {
-      open(socket: BunFloorSocket): void;
-      data(socket: BunFloorSocket, data: Uint8Array): void;
-      drain?(socket: BunFloorSocket): void;
-      end(socket: BunFloorSocket): void;
-      close(socket: BunFloorSocket): void;
-      error(socket: BunFloorSocket, error: Error): void;
-    };
-  }): Promise<BunFloorSocket>;
+  connect(options: { unix: string; socket: BunFloorHandlers }): Promise<BunFloorSocket>;
 };
+
+/** `Bun.connect` to the Unix socket `unix`; Bun only. */
+export function bunConnect(unix: string, socket: BunFloorHandlers): Promise<BunFloorSocket> {
+  return Bun.connect({ unix, socket });
+}
 
 const CRLF2 = [0x0d, 0x0a, 0x0d, 0x0a];
 
@@ -132,24 +137,21 @@ export async function bunFloor(engine: DockerEngine, socketPath: string, keeperI
   const head = await upgradeHead(engine, keeperId, cmd, user);
   return await new Promise<number>((resolve, reject) => {
     const counter = new HeadThenCount();
-    Bun.connect({
-      unix: socketPath,
-      socket: {
-        open: (socket) => {
-          if (socket.write(head) !== head.byteLength) reject(new Error("Cannot attach: the request head was not written at once"));
-        },
-        data: (socket, chunk) => {
-          try {
-            counter.take(chunk);
-          } catch (error) {
-            socket.end();
-            reject(error);
-          }
-        },
-        end: (socket) => socket.end(),
-        close: () => resolve(counter.bytes),
-        error: (_socket, error) => reject(error),
+    bunConnect(socketPath, {
+      open: (socket) => {
+        if (socket.write(head) !== head.byteLength) reject(new Error("Cannot attach: the request head was not written at once"));
       },
+      data: (socket, chunk) => {
+        try {
+          counter.take(chunk);
+        } catch (error) {
+          socket.end();
+          reject(error);
+        }
+      },
+      end: (socket) => socket.end(),
+      close: () => resolve(counter.bytes),
+      error: (_socket, error) => reject(error),
     }).catch(reject);
   });
 }
