@@ -54,7 +54,9 @@ export function sandboxGoals(rows: readonly RowResult[]): GoalValue[] {
   const pool = rows.find((row) => row.row.startsWith("4."));
   const run = rows.find((row) => row.row.startsWith("5."));
   const ours = median(stream?.variants[0]);
-  // The fastest of the run row's bare-socket floors (node:net or native, per call or kept alive).
+  // The fastest of the run row's bare-socket floors (node:net or native, per call or kept
+  // alive). Variants are found by name prefix, as below: this module imports no row module,
+  // so the file benchmark's children load nothing of the sandbox benchmark.
   const fastestFloor = Math.min(
     ...(run?.variants.filter((variant) => variant.variant.startsWith("floor: bare")).map(median).filter(Number.isFinite) ?? []),
   );

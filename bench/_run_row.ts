@@ -3,7 +3,7 @@
 // keeper, as the same user in the same directory. Its aims (issue 12): ours ≤ 1.0× dockerode
 // and ≤ 0.7× the CLI. A reference variant runs through dockerode the exact `Cmd` that run()
 // sends (the guest wrapper that marks the process, raises its OOM score and execs true), so
-// the client's share can be told from the wrapper's; two floors make the same three Engine
+// the client's share can be told from the wrapper's; floors make the same three Engine
 // calls over bare sockets with no client library (bench/_exec_floor.ts: `node:net`, and on
 // Deno and Bun the native socket; a connection per call, and kept alive), so the Engine's own
 // share of the time shows: what no client can go below.
@@ -16,7 +16,7 @@ import { type BenchConfig, roundRobin, type TimedVariant } from "./_setup.ts";
 import type { RowResult } from "./_stats.ts";
 
 /** Names of the bare-socket exec floors start with this (bench/_goals.ts finds them by it). */
-export const EXEC_FLOOR_PREFIX = "floor: bare";
+const EXEC_FLOOR_PREFIX = "floor: bare";
 
 /** The bare-socket exec floors of the running runtime: `node:net` everywhere, the native socket on Deno and Bun. */
 function execFloors(config: BenchConfig, apiVersion: string, keeperId: string, succeeded: (code: number) => void): TimedVariant[] {
