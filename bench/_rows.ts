@@ -299,7 +299,8 @@ export async function streamRow(
     ...nativeFloor(config, engine, keeperId, cmd, frameBytes),
     cliExecVariant("docker exec (CLI, Go client) stdout → /dev/null", config, keeperId, cmd, { discardStdout: true }),
   ];
-  const results = await roundRobin(variants, config.streamRuns, 0);
+  // One warm-up round (JIT, first connections) unless BENCH_WARMUPS=0.
+  const results = await roundRobin(variants, config.streamRuns, Math.min(config.warmups, 1));
   const extra: Record<string, Partial<VariantResult>> = {};
   for (const variant of variants) extra[variant.name] = { bytes: size };
   return collect(`3. ${size / 1024 / 1024} MiB stdout (${cmd[0].slice(5)})`, variants, results, extra);

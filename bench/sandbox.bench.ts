@@ -5,7 +5,7 @@
 //   npm run bench   (all three)
 //
 // Rows: 1. sandbox start → /bin/true exit; 2. exec round trip of `true` in one keeper;
-// 3. stdout throughput: 256 MiB × 4 runs by default (1 GiB in all; BENCH_STREAM_MIB=1024
+// 3. stdout throughput: 256 MiB × 4 runs after one warm-up round by default (BENCH_STREAM_MIB=1024
 // BENCH_STREAM_RUNS=1 for one 1 GiB stream) from `dd if=/dev/zero bs=1M` in the guest
 // (busybox `head -c` writes 4 KiB pieces and caps the Engine near 45 MB/s, hiding the
 // clients), against a bare node:net socket and (on Deno and Bun) the runtime's native socket
