@@ -10,7 +10,7 @@
 import { Buffer } from "node:buffer";
 import { connect } from "node:net";
 import { pollExit } from "./_exec_steps.ts";
-import { bunConnect } from "./_floor.ts";
+import { bunConnect, execStartRequest, HeadThenCount } from "./_floor.ts";
 
 /** Which socket the floor uses: `node:net`, or the running runtime's native socket. */
 export type FloorSocket = "node:net" | "native";
@@ -149,28 +149,15 @@ async function exchange(connection: BareConnection, request: string): Promise<{ 
 }
 
 /** Starts the exec on its own connection and counts the attach stream's bytes until it ends. */
-async function startAndDrain(socketPath: string, kind: FloorSocket, target: string): Promise<number> {
-  const body = '{"Detach":false,"Tty":false}';
+async function startAndDrain(socketPath: string, kind: FloorSocket, apiVersion: string, execId: string): Promise<number> {
   const connection = await open(socketPath, kind);
   try {
-    await connection.write(new TextEncoder().encode(
-      `POST ${target} HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
-    ));
-    let head = "";
-    let bytes = -1;
+    await connection.write(execStartRequest(apiVersion, execId));
+    const counter = new HeadThenCount();
     for (;;) {
       const chunk = await connection.read();
-      if (chunk === null) return Math.max(bytes, 0);
-      if (bytes >= 0) {
-        bytes += chunk.byteLength;
-        continue;
-      }
-      head += text(chunk);
-      const end = head.indexOf(HEAD_END);
-      if (end < 0) continue;
-      if (!head.startsWith("HTTP/1.1 101")) throw new Error(`Cannot start the exec: the Engine answered ${head.slice(0, 80)}`);
-      bytes = head.length - end - HEAD_END.length;
+      if (chunk === null) return counter.bytes;
+      counter.take(chunk);
     }
   } finally {
     connection.close();
@@ -216,7 +203,7 @@ export async function rawSocketExec(
       User: `${user.uid}:${user.gid}`,
       WorkingDir: "/workspace/work",
     })) as { Id: string };
-    await startAndDrain(socketPath, options.socket, `${prefix}/exec/${created.Id}/start`);
+    await startAndDrain(socketPath, options.socket, apiVersion, created.Id);
     return await pollExit(() => call(kept, "GET", `/exec/${created.Id}/json`));
   } finally {
     kept?.close();

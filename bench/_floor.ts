@@ -36,7 +36,7 @@ export function bunConnect(unix: string, socket: BunFloorHandlers): Promise<BunF
 const CRLF2 = [0x0d, 0x0a, 0x0d, 0x0a];
 
 /** Counts the bytes after a `101` head, chunk by chunk. */
-class HeadThenCount {
+export class HeadThenCount {
   bytes = 0;
   #head: number[] = [];
   #done = false;
@@ -61,14 +61,18 @@ class HeadThenCount {
   }
 }
 
-async function upgradeHead(engine: DockerEngine, keeperId: string, cmd: readonly string[], user: { uid: number; gid: number }): Promise<Uint8Array> {
-  const execId = await createExec(engine, keeperId, execBody(cmd, user));
-  const version = await engine.apiVersion();
+/** The hand-written `POST /exec/{id}/start` asking for the attach stream (`Upgrade: tcp`). */
+export function execStartRequest(apiVersion: string, execId: string): Uint8Array {
   const body = JSON.stringify({ Detach: false, Tty: false });
   return new TextEncoder().encode(
-    `POST /v${version}/exec/${execId}/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n` +
+    `POST /v${apiVersion}/exec/${execId}/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
   );
+}
+
+async function upgradeHead(engine: DockerEngine, keeperId: string, cmd: readonly string[], user: { uid: number; gid: number }): Promise<Uint8Array> {
+  const execId = await createExec(engine, keeperId, execBody(cmd, user));
+  return execStartRequest(await engine.apiVersion(), execId);
 }
 
 /** The floor over `node:net` ('data' events, flowing mode); resolves with the bytes after the head. */
