@@ -288,17 +288,12 @@ function bounded(event: EgressEvent): EgressEvent {
   return { ...event, host: shown(event.host), ...(reason === undefined ? {} : { reason }) };
 }
 
-/** Fields that frame a request or name its target: `Connection` must not name them. */
-const FRAMING_HEADERS = new Set(["content-length", "transfer-encoding", "host"]);
-
 /**
- * The framing field a request's `Connection` header names, if any: stripping it as
- * hop-by-hop would change how the upstream reads the body (`Connection: content-length` would
- * turn the body into a second request), so such a request is refused instead.
+ * Fields that frame a request or name its target. A request whose `Connection` header names
+ * one is refused: stripping it as hop-by-hop would change how the upstream reads the body
+ * (`Connection: content-length` would turn the body into a second request).
  */
-function connectionNamesFraming(headers: IncomingMessage["headers"]): string | undefined {
-  return connectionNames(headers).find((name) => FRAMING_HEADERS.has(name));
-}
+const FRAMING_HEADERS = new Set(["content-length", "transfer-encoding", "host"]);
 
 /** The field names a `Connection` header lists, lower-cased (RFC 9110 §7.6.1). */
 function connectionNames(headers: IncomingMessage["headers"]): string[] {
@@ -549,10 +544,11 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       deny(shown(host), port, `host name longer than ${MAX_HOST_LENGTH} characters`);
       return plain(response, 400, `host name longer than ${MAX_HOST_LENGTH} characters`);
     }
-    const framing = connectionNamesFraming(request.headers);
+    const framing = connectionNames(request.headers).find((name) => FRAMING_HEADERS.has(name));
     if (framing !== undefined) {
-      deny(host, port, `the Connection field names ${framing}, which frames the request: remove it from Connection`);
-      return plain(response, 400, `the Connection field names ${framing}, which frames the request: remove it from Connection`);
+      const why = `the Connection field names ${framing}, which frames the request: remove it from Connection`;
+      deny(host, port, why);
+      return plain(response, 400, why);
     }
     decide(host, port, config).then((verdict) => {
       if ("denied" in verdict) {
