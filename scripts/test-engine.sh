@@ -40,19 +40,43 @@
 #                           second engine's `outbound` networks reach host listeners through
 #                           their gateway, but not beyond the host (no NAT, FORWARD drops).
 #                           Give such an engine its own AGENTCELL_ENGINE_HOME and _RUN.
+#   AGENTCELL_ENGINE_INSTALL where the Debian packages are downloaded and unpacked (default
+#                           $AGENTCELL_ENGINE_HOME): a second engine may share the first's
+#   AGENTCELL_ENGINE_NETNS  run the engine inside the named network namespace (created when
+#                           missing, with net.ipv4.ip_forward 0 there; deleted on stop): the
+#                           state of a just-booted host, for the tests of the library's
+#                           refusal. Needs AGENTCELL_ENGINE_BESIDE=1. The host's own
+#                           forwarding is not touched then.
+#   AGENTCELL_ENGINE_LIVE_RESTORE set to 1 for "live-restore": true in the daemon config
+#                           (containers keep running across a dockerd restart)
+#
+# What a start changes on the host (a just-booted machine has none of it), before dockerd
+# starts: net.ipv4.ip_forward is set to 1 and, when this script turned it on, the iptables
+# filter FORWARD policy to DROP — what dockerd does itself when it turns forwarding on. A
+# dockerd started with forwarding off reports `IPv4Forwarding: false` for its whole life and
+# warns on every create on a bridge network, which the library refuses (measured on 28.5.2,
+# 2026-12-02: the sysctl is read once when the daemon starts). After start, `/info` is read:
+# IPv4Forwarding false, or a warning other than the known harmless ones, fails the start with
+# the fix named.
 set -euo pipefail
 
 HOME_DIR=${AGENTCELL_ENGINE_HOME:-/var/lib/agentcell-test-engine}
 RUN_DIR=${AGENTCELL_ENGINE_RUN:-/run/agentcell-test-engine}
 SUITE=${AGENTCELL_ENGINE_SUITE:-sid}
+INSTALL_DIR=${AGENTCELL_ENGINE_INSTALL:-$HOME_DIR}
+NETNS=${AGENTCELL_ENGINE_NETNS:-}
 SOCK="$RUN_DIR/docker.sock"
 PIDFILE="$RUN_DIR/dockerd.pid"
 LOG="$HOME_DIR/dockerd-$SUITE.log"
-ROOT="$HOME_DIR/root-$SUITE"
+ROOT="$INSTALL_DIR/root-$SUITE"
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 BESIDE_ARGS=()
 if [ "${AGENTCELL_ENGINE_BESIDE:-}" = 1 ]; then
   BESIDE_ARGS=(--iptables=false --ip6tables=false --ip-forward=false --default-address-pool base=10.213.0.0/16,size=24)
+fi
+if [ -n "$NETNS" ] && [ "${AGENTCELL_ENGINE_BESIDE:-}" != 1 ]; then
+  printf 'test-engine: AGENTCELL_ENGINE_NETNS needs AGENTCELL_ENGINE_BESIDE=1 (an engine in a namespace of its own must not program iptables)\n' >&2
+  exit 1
 fi
 
 say() { printf 'test-engine: %s\n' "$*" >&2; }
@@ -60,21 +84,21 @@ die() { say "$*"; exit 1; }
 
 apt_private() { # suite, then apt-get args: apt-get against a private source list for one suite
   local suite=$1; shift
-  local dir="$HOME_DIR/apt-$suite"
+  local dir="$INSTALL_DIR/apt-$suite"
   mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
   printf 'deb [signed-by=%s] http://deb.debian.org/debian %s main\n' "$KEYRING" "$suite" >"$dir/sources.list"
   apt-get -q -o APT::Sandbox::User=root -o Dir::Etc::SourceList="$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null \
     -o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir/cache" "$@"
 }
 
-fetch() { # suite, packages...: download .debs into $HOME_DIR/debs-<suite> unless present
+fetch() { # suite, packages...: download .debs into $INSTALL_DIR/debs-<suite> unless present
   local suite=$1; shift
-  local into="$HOME_DIR/debs-$suite"
+  local into="$INSTALL_DIR/debs-$suite"
   mkdir -p "$into"
   local missing=()
   for p in "$@"; do compgen -G "$into/${p}_*.deb" >/dev/null || missing+=("$p"); done
   [ ${#missing[@]} -eq 0 ] && return 0
-  [ -n "$(ls -A "$HOME_DIR/apt-$suite/lists" 2>/dev/null | grep -v partial)" ] ||
+  [ -n "$(ls -A "$INSTALL_DIR/apt-$suite/lists" 2>/dev/null | grep -v partial)" ] ||
     apt_private "$suite" update >/dev/null
   (cd "$into" && apt_private "$suite" download "${missing[@]}" >/dev/null) ||
     die "cannot download ${missing[*]} from Debian $suite"
@@ -91,8 +115,8 @@ install_engine() {
   esac
   fetch bookworm runc
   rm -rf "$ROOT" && mkdir -p "$ROOT"
-  for deb in "$HOME_DIR/debs-$SUITE"/docker.io_*.deb "$HOME_DIR/debs-$SUITE"/containerd_*.deb \
-    "$HOME_DIR/debs-bookworm"/runc_*.deb; do
+  for deb in "$INSTALL_DIR/debs-$SUITE"/docker.io_*.deb "$INSTALL_DIR/debs-$SUITE"/containerd_*.deb \
+    "$INSTALL_DIR/debs-bookworm"/runc_*.deb; do
     dpkg -x "$deb" "$ROOT"
   done
   [ -x "$ROOT/usr/sbin/dockerd" ] || die "cannot install: dockerd missing after unpacking"
@@ -110,10 +134,43 @@ install_host_tools() {
   DEBIAN_FRONTEND=noninteractive apt-get -q install -y --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The daemon config: the gVisor runtime (see the header). Rewritten on every start.
+# The daemon config: the gVisor runtime (see the header), and live-restore when asked.
+# Rewritten on every start.
 write_daemon_config() {
   local runsc; runsc=$(command -v runsc) || die "cannot register gVisor: runsc is missing (apt-get install -y runsc)"
-  printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}}\n' "$runsc" >"$HOME_DIR/daemon.json"
+  local live=false
+  [ "${AGENTCELL_ENGINE_LIVE_RESTORE:-}" = 1 ] && live=true
+  printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}, "live-restore": %s}\n' "$runsc" "$live" >"$HOME_DIR/daemon.json"
+}
+
+# The kernel state dockerd reads once when it starts (see the header). On the host:
+# forwarding on (FORWARD policy DROP when this turned it on, as dockerd does). In a network
+# namespace of the engine's own (AGENTCELL_ENGINE_NETNS): forwarding off, on purpose.
+prepare_kernel() {
+  if [ -n "$NETNS" ]; then
+    [ -e "/run/netns/$NETNS" ] || ip netns add "$NETNS" || die "cannot create network namespace $NETNS (ip netns add)"
+    ip netns exec "$NETNS" sysctl -qw net.ipv4.ip_forward=0 || die "cannot turn forwarding off in network namespace $NETNS"
+    return 0
+  fi
+  if [ "$(sysctl -n net.ipv4.ip_forward)" != 1 ]; then
+    say "turning on net.ipv4.ip_forward (was 0, as on a just-booted host); iptables FORWARD policy DROP"
+    sysctl -qw net.ipv4.ip_forward=1 || die "cannot set net.ipv4.ip_forward=1 (sysctl -w net.ipv4.ip_forward=1 as root)"
+    iptables -P FORWARD DROP || die "cannot set the iptables FORWARD policy to DROP"
+  fi
+}
+
+# Fail loudly on daemon state the suite cannot live with: `/info` IPv4Forwarding false
+# (outside the on-purpose namespace), or any warning but the known harmless ones.
+check_info() {
+  local info forwarding warnings
+  info=$(curl -fsS --max-time 5 --unix-socket "$SOCK" http://docker/info) || die "cannot read /info from $SOCK"
+  forwarding=$(printf '%s' "$info" | jq -r '.IPv4Forwarding')
+  if [ -z "$NETNS" ] && [ "$forwarding" != true ]; then
+    die "the engine started with IPv4 forwarding off (/info IPv4Forwarding: $forwarding), so every bridge network would be refused: sysctl -w net.ipv4.ip_forward=1, then bash $0 stop and start again"
+  fi
+  # Harmless here: the netns engine's own forwarding warning (on purpose).
+  warnings=$(printf '%s' "$info" | jq -r --arg netns "$NETNS" '.Warnings // [] | .[] | select(($netns != "" and . == "WARNING: IPv4 forwarding is disabled") | not)')
+  [ -z "$warnings" ] || die "the engine started with warnings the suite cannot live with: $warnings (see $LOG)"
 }
 
 ping_engine() { curl -fsS --max-time 2 --unix-socket "$SOCK" http://docker/_ping >/dev/null 2>&1; }
@@ -129,10 +186,13 @@ start_engine() {
   mkdir -p "$RUN_DIR" "$HOME_DIR/data-$SUITE"
   rm -f "$SOCK" "$PIDFILE"
   write_daemon_config
+  prepare_kernel
   say "starting dockerd ($SUITE) on $SOCK, log $LOG"
   # Detached from the caller's terminal and pipes: a daemon holding CI's stdout open
   # would keep the run from finishing.
-  PATH="$ROOT/usr/bin:$ROOT/usr/sbin:$ROOT/sbin:$PATH" setsid nohup "$ROOT/usr/sbin/dockerd" \
+  local enter=()
+  [ -n "$NETNS" ] && enter=(nsenter "--net=/run/netns/$NETNS")
+  PATH="$ROOT/usr/bin:$ROOT/usr/sbin:$ROOT/sbin:$PATH" setsid nohup "${enter[@]}" "$ROOT/usr/sbin/dockerd" \
     --host "unix://$SOCK" \
     --data-root "$HOME_DIR/data-$SUITE" \
     --exec-root "$RUN_DIR/exec" \
@@ -160,13 +220,18 @@ start_engine() {
 
 stop_engine() {
   local pid
-  pid=$(running_pid) || { say "no private engine is running"; return 0; }
+  if ! pid=$(running_pid); then
+    say "no private engine is running"
+    if [ -n "$NETNS" ] && [ -e "/run/netns/$NETNS" ]; then ip netns delete "$NETNS" || true; fi
+    return 0
+  fi
   kill -TERM "$pid" 2>/dev/null || true
   local i
   for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
   kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
   rm -f "$SOCK" "$PIDFILE"
   say "stopped the private engine (pid $pid)"
+  if [ -n "$NETNS" ] && [ -e "/run/netns/$NETNS" ]; then ip netns delete "$NETNS" || true; fi
 }
 
 print_version() {
@@ -198,13 +263,14 @@ main() {
       if ! start_engine; then
         if [ "$SUITE" = sid ] && [ -z "${AGENTCELL_ENGINE_SUITE:-}" ]; then
           say "sid's engine did not start; falling back to Debian 13 (trixie)"
-          SUITE=trixie; LOG="$HOME_DIR/dockerd-$SUITE.log"; ROOT="$HOME_DIR/root-$SUITE"
+          SUITE=trixie; LOG="$HOME_DIR/dockerd-$SUITE.log"; ROOT="$INSTALL_DIR/root-$SUITE"
           install_engine
           start_engine || die "cannot start dockerd from Debian $SUITE either"
         else
           die "cannot start dockerd from Debian $SUITE"
         fi
       fi
+      check_info
       print_version
       echo "unix://$SOCK"
       ;;

@@ -21,7 +21,7 @@ import { createContainer, inspectContainer, startContainer } from "../engine/con
 import { inspectImage } from "../engine/images.ts";
 import { createNetwork, inspectNetwork } from "../engine/networks.ts";
 import { createVolume, inspectVolume } from "../engine/volumes.ts";
-import { admitDaemon, admitHost } from "./admission.ts";
+import { admitDaemon, admitForwarding, admitHost, admitResources } from "./admission.ts";
 import { type ControllerLease, startControllerLease } from "./controller_lease.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
 import { admitImage } from "./image_admission.ts";
@@ -156,6 +156,8 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     const version = fetchedVersion ?? (seen?.daemonId === info.ID ? seen!.version : await engine.version(checkpoint()));
     const admission = admitDaemon(settings.profile, version, info);
     if (memo !== undefined) memo.current = { daemonId: info.ID ?? "", version };
+    admitForwarding(policy, info);
+    admitResources(policy, info);
     admitImage(settings.imageDigest, image, settings.profile);
     admitDatasetEngine(settings.datasets, version);
     admitDatasetImages(settings.datasets, datasetImages);

@@ -154,3 +154,52 @@ export function admitPolicy(profile: DockerSandboxProfileRow, policy: SandboxPol
     );
   }
 }
+
+/**
+ * The fix for a daemon that started with IPv4 forwarding off, named by every refusal of it
+ * (admission and the create-warning check): the daemon reads `net.ipv4.ip_forward` once when
+ * it starts, so turning it on afterwards is not enough (measured on Engine 28.5.2, 2026-12-02).
+ */
+export const IPV4_FORWARDING_FIX =
+  "turn IPv4 forwarding on where the daemon runs (sysctl -w net.ipv4.ip_forward=1, and net.ipv4.ip_forward=1 in /etc/sysctl.d/ to keep it after a reboot), then restart the daemon: it reads the setting only when it starts";
+
+/**
+ * Check that the daemon can give `policy.network` a bridge network, before anything is
+ * created: `outbound` and an allowlist need IPv4 forwarding (`GET /info` `IPv4Forwarding`;
+ * a daemon that does not report it is not refused here). `isolated` needs none.
+ *
+ * @param policy the normalised request policy
+ * @param info the daemon's `GET /info`
+ * @throws {SandboxUnsupportedError} naming the cause and {@linkcode IPV4_FORWARDING_FIX}
+ */
+export function admitForwarding(policy: SandboxPolicy, info: EngineInfo): void {
+  if (policy.network === "isolated" || info.IPv4Forwarding !== false) return;
+  const network = policy.network === "outbound" ? 'policy.network "outbound"' : "a policy.network allowlist";
+  throw new SandboxUnsupportedError(
+    `Cannot start sandbox: ${network} needs a bridge network, and the Docker daemon started with IPv4 forwarding off (GET /info IPv4Forwarding: false), so networking would not work: ${IPV4_FORWARDING_FIX}; network "isolated" needs no forwarding`,
+  );
+}
+
+/**
+ * Check `policy.resources` against the daemon's host (`GET /info` `NCPU`, `MemTotal`), before
+ * anything is created: a CPU limit above the host's CPUs is refused by the Engine at create
+ * (HTTP 400), and a memory limit above the host's memory is no limit at all. A figure the
+ * daemon does not report is not checked.
+ *
+ * @param policy the normalised request policy
+ * @param info the daemon's `GET /info`
+ * @throws {SandboxConfigurationError} naming the field, the daemon's figure and the fix
+ */
+export function admitResources(policy: SandboxPolicy, info: EngineInfo): void {
+  const { cpus, memoryBytes } = policy.resources;
+  if (info.NCPU !== undefined && info.NCPU > 0 && cpus > info.NCPU) {
+    throw new SandboxConfigurationError(
+      `Cannot start sandbox: policy.resources.cpus is ${cpus}, more than the ${info.NCPU} CPUs of the daemon's host (GET /info NCPU): set policy.resources.cpus to at most ${info.NCPU}`,
+    );
+  }
+  if (info.MemTotal !== undefined && info.MemTotal > 0 && memoryBytes > info.MemTotal) {
+    throw new SandboxConfigurationError(
+      `Cannot start sandbox: policy.resources.memoryBytes is ${memoryBytes}, more than the ${info.MemTotal} bytes of memory of the daemon's host (GET /info MemTotal), so it would be no limit: set policy.resources.memoryBytes to at most ${info.MemTotal}`,
+    );
+  }
+}

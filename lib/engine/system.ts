@@ -68,6 +68,16 @@ export interface EngineInfo {
   readonly Runtimes?: Readonly<Record<string, { readonly path?: string; readonly runtimeArgs?: readonly string[] | null }>> | null;
   /** Runtime of containers that name none (`runc` unless configured otherwise). */
   readonly DefaultRuntime?: string;
+  /**
+   * Whether `net.ipv4.ip_forward` was on when the daemon started (read once then, not
+   * again: measured on Engine 28.5.2, 2026-12-02). When `false`, every container create on a
+   * bridge network warns "IPv4 forwarding is disabled. Networking will not work."
+   */
+  readonly IPv4Forwarding?: boolean;
+  /** CPUs the daemon's host has (`NCPU`). */
+  readonly NCPU?: number;
+  /** Memory the daemon's host has, in bytes (`MemTotal`). */
+  readonly MemTotal?: number;
 }
 
 /** Schema of the `GET /version` reply. */
@@ -105,4 +115,7 @@ export const engineInfoSchema: z.ZodType<EngineInfo> = z.looseObject({
     z.looseObject({ path: z.string().max(4096).optional(), runtimeArgs: z.array(z.string().max(4096)).max(256).nullable().optional() }),
   ).nullable().optional(),
   DefaultRuntime: z.string().max(256).optional(),
+  IPv4Forwarding: z.boolean().optional(),
+  NCPU: z.number().int().nonnegative().optional(),
+  MemTotal: z.number().int().nonnegative().optional(),
 });

@@ -133,3 +133,17 @@ export async function readUntil(stream: ReadableStream<Uint8Array>, done: (seen:
     reader.releaseLock();
   }
 }
+
+/**
+ * Wait for starts already under way (`reservation.start()`, `pool.take()`). Each sandbox that
+ * started is pushed onto `into` before the first failure, if any, is thrown, so the caller's
+ * `finally` destroys it (`Promise.all` would reject at the first failure and lose the
+ * sandboxes that did start).
+ */
+export async function keepStarted(starts: readonly Promise<DockerSandbox>[], into: DockerSandbox[]): Promise<DockerSandbox[]> {
+  const outcomes = await Promise.allSettled(starts);
+  for (const outcome of outcomes) if (outcome.status === "fulfilled") into.push(outcome.value);
+  const failed = outcomes.find((outcome) => outcome.status === "rejected");
+  if (failed) throw failed.reason;
+  return into;
+}

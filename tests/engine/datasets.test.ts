@@ -12,7 +12,7 @@ import { datasetImages, imageExists, importDatasetImage, removeImage } from "./_
 import { busyboxImage, endpoint, engineTest } from "./_engine.ts";
 import { startFaultProxy } from "./_fault_proxy.ts";
 import { readExport, runGuest } from "./_files.ts";
-import { assertGone, assertNamesAbsent, readUntil, recordingPort, testPolicy, text, withBackend } from "./_sandbox.ts";
+import { assertGone, assertNamesAbsent, readUntil, recordingPort, keepStarted, testPolicy, text, withBackend } from "./_sandbox.ts";
 
 /** The lane's two dataset images: `reference` at its `corpus` directory, `foreign` whole. */
 function laneDatasets(): DockerSandboxDataset[] {
@@ -50,9 +50,7 @@ engineTest("DockerSandbox datasets: two sandboxes read the same datasets at once
     const sandboxes: DockerSandbox[] = [];
     const ports = [recordingPort(), recordingPort()];
     try {
-      for (const sandbox of await Promise.all(ports.map((port) => backend.reserve({ policy: testPolicy }, port).start()))) {
-        sandboxes.push(sandbox);
-      }
+      await keepStarted(ports.map((port) => backend.reserve({ policy: testPolicy }, port).start()), sandboxes);
       // Both processes are running at once: each waits on stdin after its output.
       const processes = await Promise.all(sandboxes.map((sandbox, index) =>
         sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", READ_AND_WRITE, "guest", `sandbox-${index}`] }).start()

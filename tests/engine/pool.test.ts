@@ -6,7 +6,7 @@ import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_reco
 import type { DockerSandboxPool } from "../../lib/docker/pool.ts";
 import { SandboxAbortedError, SandboxStateError } from "../../lib/sandbox/errors.ts";
 import { engineTest, eventually } from "./_engine.ts";
-import { assertGone, recordingPort, testPolicy, text, withBackend } from "./_sandbox.ts";
+import { assertGone, keepStarted, recordingPort, testPolicy, text, withBackend } from "./_sandbox.ts";
 
 type Port = ReturnType<typeof recordingPort>;
 
@@ -87,8 +87,7 @@ engineTest("pool take waits for a start in flight when no member is ready", asyn
     try {
       assert.equal(pool.ready, 0);
       assert.equal(pool.starting, 1);
-      const [first, second] = await Promise.all([pool.take(), pool.take()]);
-      taken.push(first, second);
+      const [first, second] = await keepStarted([pool.take(), pool.take()], taken);
       assert.notEqual(first.id, second.id);
       assert.equal(first.state, "running");
       assert.equal(second.state, "running");

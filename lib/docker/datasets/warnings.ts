@@ -10,6 +10,7 @@
  * @module
  */
 import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
+import { IPV4_FORWARDING_FIX } from "../admission.ts";
 
 /** The Engine's exact per-mount advisory for `Type: "image"` mounts (Engine 28.5.2). */
 export const IMAGE_MOUNT_ADVISORY = "Image mount is an experimental feature";
@@ -47,6 +48,22 @@ export function assertCreateWarnings(warnings: readonly string[], imageMounts: n
     ? "no warning is accepted for a container without datasets"
     : `only ${JSON.stringify(IMAGE_MOUNT_ADVISORY)}, once per dataset (${imageMounts} here), is accepted`;
   throw new SandboxUnsupportedError(
-    `Cannot ${action}: the Engine warned on create: ${unexpected.map((warning) => JSON.stringify(warning)).join(", ")}; ${accepted}, so what was created is removed`,
+    `Cannot ${action}: the Engine warned on create: ${unexpected.map((warning) => JSON.stringify(warning)).join(", ")}; ${accepted}, so what was created is removed${
+      warningFix(unexpected)
+    }`,
   );
+}
+
+/** The Engine's create warning on a bridge network of a daemon started with forwarding off. */
+const FORWARDING_WARNING = "IPv4 forwarding is disabled";
+
+/**
+ * The fix to append to a create-warning refusal, when one of `warnings` has a known one
+ * (forwarding off: {@linkcode IPV4_FORWARDING_FIX}); empty otherwise.
+ *
+ * @param warnings the unexpected warnings of a create reply
+ * @returns `": <fix>"` or `""`
+ */
+export function warningFix(warnings: readonly string[]): string {
+  return warnings.some((warning) => warning.includes(FORWARDING_WARNING)) ? `: ${IPV4_FORWARDING_FIX}` : "";
 }

@@ -28,6 +28,7 @@ import { raceDeadline } from "../../streams/deadline.ts";
 import type { SandboxResourceNames, SandboxResourceRole } from "../names.ts";
 import type { RecoveryLog } from "../recovery_log.ts";
 import { isOwned, RESOURCE_TABLE } from "../resources.ts";
+import { assertCreateWarnings } from "../datasets/warnings.ts";
 import { DockerEgressEvents } from "./events.ts";
 import { proxyProgramSource } from "./program_source.ts";
 import { PROXY_PORT, proxyConfig, proxyCreateBody, containerNetworks, type ProxySpec, verifyProxy } from "./proxy_container.ts";
@@ -118,9 +119,7 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
     warnings = created.warnings;
     return created.id;
   });
-  if (warnings.length > 0) {
-    throw new SandboxUnsupportedError(`Cannot start sandbox: the Engine warned when creating the egress proxy: ${warnings.join("; ")}`);
-  }
+  assertCreateWarnings(warnings, 0, "start sandbox: creating the egress proxy");
   const created = await inspectContainer(engine, proxyId, checkpoint());
   const owned = await RESOURCE_TABLE.proxy.inspect(engine, log.record, proxyId, checkpoint());
   if (!owned || !isOwned(log.record, "proxy", owned)) {

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { admitDaemon, admitHost, unmetDaemonRequirements } from "../../../lib/docker/admission.ts";
+import { admitDaemon, admitForwarding, admitHost, admitResources, IPV4_FORWARDING_FIX, unmetDaemonRequirements } from "../../../lib/docker/admission.ts";
 import { DOCKER_SANDBOX_PROFILES } from "../../../lib/docker/profiles.ts";
 import { SandboxUnsupportedError } from "../../../lib/sandbox/errors.ts";
+import { normalizePolicy } from "../../../lib/sandbox/policy.ts";
 import { type EngineInfo, engineInfoSchema, type EngineVersion, engineVersionSchema } from "../../../lib/engine/system.ts";
 
 function fixture(name: string): { version: EngineVersion; info: EngineInfo } {
@@ -116,4 +117,41 @@ test("admitHost accepts the matching host and rejects Desktop rows on Linux", ()
       (error) => error instanceof SandboxUnsupportedError && error.code === "unsupported",
     );
   }
+});
+
+test("admitForwarding refuses outbound and allowlist on a daemon started with forwarding off, naming the fix; isolated and an unreported state pass", () => {
+  const { info } = fixture("linux-cgroupfs-v1");
+  const resources = { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 };
+  const off = { ...info, IPv4Forwarding: false };
+  for (const network of ["outbound", { kind: "allowlist", hosts: ["example.com"] }] as const) {
+    assert.throws(() => admitForwarding(normalizePolicy({ resources, network }), off), (error) => {
+      assert.ok(error instanceof SandboxUnsupportedError);
+      assert.equal(error.code, "unsupported");
+      assert.ok(error.message.includes("(GET /info IPv4Forwarding: false)"), error.message);
+      assert.ok(error.message.includes(`: ${IPV4_FORWARDING_FIX}; network "isolated" needs no forwarding`), error.message);
+      return true;
+    });
+    admitForwarding(normalizePolicy({ resources, network }), { ...info, IPv4Forwarding: true });
+    admitForwarding(normalizePolicy({ resources, network }), { ...info, IPv4Forwarding: undefined });
+  }
+  admitForwarding(normalizePolicy({ resources }), off);
+});
+
+test("admitResources refuses cpus above NCPU and memoryBytes above MemTotal, naming the field, the daemon's figure and the fix", () => {
+  const { info } = fixture("linux-cgroupfs-v1");
+  const host = { ...info, NCPU: 2, MemTotal: 25_275_973_632 };
+  const policy = (cpus: number, memoryBytes: number) => normalizePolicy({ resources: { cpus, memoryBytes, pids: 128 } });
+  admitResources(policy(2, 25_275_973_632), host);
+  assert.throws(() => admitResources(policy(2.5, 1 << 28), host), {
+    name: "SandboxConfigurationError",
+    code: "configuration",
+    message: "Cannot start sandbox: policy.resources.cpus is 2.5, more than the 2 CPUs of the daemon's host (GET /info NCPU): set policy.resources.cpus to at most 2",
+  });
+  assert.throws(() => admitResources(policy(1, 2 ** 52), host), {
+    name: "SandboxConfigurationError",
+    code: "configuration",
+    message: `Cannot start sandbox: policy.resources.memoryBytes is ${2 ** 52}, more than the 25275973632 bytes of memory of the daemon's host (GET /info MemTotal), so it would be no limit: set policy.resources.memoryBytes to at most 25275973632`,
+  });
+  // A daemon that reports neither figure is not checked.
+  admitResources(policy(1024, 2 ** 52), { ...info, NCPU: undefined, MemTotal: undefined });
 });

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { admitDatasetEngine, admitDatasetImages } from "../../../lib/docker/datasets/admission.ts";
 import { missingSubpathError } from "../../../lib/docker/datasets/missing_subpath.ts";
+import { IPV4_FORWARDING_FIX } from "../../../lib/docker/admission.ts";
 import { assertCreateWarnings, IMAGE_MOUNT_ADVISORY, unexpectedCreateWarnings } from "../../../lib/docker/datasets/warnings.ts";
 import { DockerEngineError } from "../../../lib/engine/errors.ts";
 import type { EngineVersion } from "../../../lib/engine/system.ts";
@@ -78,4 +79,12 @@ test("missingSubpathError names the dataset whose subpath the Engine could not f
   const gone = new DockerEngineError("not_found", "Cannot start container: No such container: x", { status: 404, engineMessage: "No such container: x" });
   assert.equal(missingSubpathError(gone, [ref]), undefined);
   assert.equal(missingSubpathError(engineError, [raw]), undefined, "no dataset has a subpath");
+});
+
+test("assertCreateWarnings names the fix for the Engine's forwarding warning", () => {
+  assert.throws(() => assertCreateWarnings(["IPv4 forwarding is disabled. Networking will not work."], 0, "start sandbox: creating the egress proxy"), {
+    name: "SandboxUnsupportedError",
+    message:
+      `Cannot start sandbox: creating the egress proxy: the Engine warned on create: "IPv4 forwarding is disabled. Networking will not work."; no warning is accepted for a container without datasets, so what was created is removed: ${IPV4_FORWARDING_FIX}`,
+  });
 });
