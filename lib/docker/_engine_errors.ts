@@ -73,3 +73,14 @@ export function asOutputError(error: DockerEngineOutputError): SandboxError {
 export function isNotFound(error: unknown): boolean {
   return error instanceof DockerEngineError && error.code === "not_found";
 }
+
+/**
+ * A new error of `error`'s own class (so its `code`, `instanceof` and `name` hold) with
+ * `message` and `cause`: for a failure that gained a second part on the way ("…; cleanup
+ * also failed"). A base `SandboxError` stays a base one with the same code.
+ */
+export function rephrased(error: SandboxError, message: string, cause: unknown): SandboxError {
+  if (error.constructor === SandboxError) return new SandboxError(error.code, message, { cause });
+  const Class = error.constructor as new (message: string, options: { cause: unknown }) => SandboxError;
+  return new Class(message, { cause });
+}

@@ -13,7 +13,7 @@
  */
 import process from "node:process";
 import type { SandboxRecoveryPort } from "../sandbox/backend.ts";
-import { SandboxAbortedError, SandboxConflictError, SandboxDeadlineError, SandboxError } from "../sandbox/errors.ts";
+import { SandboxAbortedError, SandboxConflictError, SandboxDeadlineError } from "../sandbox/errors.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 import type { DockerEngine } from "../engine/client.ts";
 import type { EngineVersion } from "../engine/system.ts";
@@ -37,7 +37,7 @@ import {
 } from "./recovery_record.ts";
 import { createRecorded, isOwned, removeAllRecorded, RESOURCE_TABLE } from "./resources.ts";
 import { verifySpillDirectory } from "./spill_directory.ts";
-import { asSandboxError } from "./_engine_errors.ts";
+import { asSandboxError, rephrased } from "./_engine_errors.ts";
 import { verifyWorkload, type WorkloadSpec, keeperCreateBody } from "./workload.ts";
 import { imageMountCount, keeperMounts } from "./mounts.ts";
 import { admitDatasetEngine, admitDatasetImages } from "./datasets/admission.ts";
@@ -300,9 +300,11 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     log.bound(() => ({ timeoutMs: cleanupMs }));
     const report = await removeAllRecorded(engine, log, { timeoutMs: cleanupMs });
     if (report.failures.length > 0) {
-      throw new SandboxError(failure.code, `${failure.message}; cleanup also failed (the recovery record names what remains)`, {
-        cause: new AggregateError([failure, ...report.failures.map((f) => f.error)]),
-      });
+      throw rephrased(
+        failure,
+        `${failure.message}; cleanup also failed (the recovery record names what remains)`,
+        new AggregateError([failure, ...report.failures.map((f) => f.error)]),
+      );
     }
     throw failure;
   }

@@ -11,18 +11,20 @@
  *   sleeps for the deadline plus {@linkcode GUEST_DEADLINE_GRACE_MS} and then ends the
  *   keeper, so the deadline holds after the host died.
  *
- * Both run as the sandbox user, like the agent, so the agent can kill them. The controller
- * keeps both attached and treats the end of either stream (a guard that died before its
- * time) as the loss of the guard: the sandbox stops. So the agent can disarm a guard only by
- * stopping its own sandbox, while the controller lives; a guard killed in the moment between
- * the controller's death and its own firing is the remaining gap (a keeper identity of its
- * own, separate from the agent's, closes it). The stopped keeper container stays until
- * `stop()`, `destroy()` or `recover()` removes it.
+ * Both run as the keeper's own identity (`config.keeperUser`), not as the sandbox user: the
+ * agent's processes cannot signal them (probed from inside: `kill` of a guard fails with
+ * EPERM). The controller keeps both attached and treats the end of either stream before
+ * compute was removed as the loss of the guard: the sandbox stops. A stream also ends when the
+ * Engine dies or restarts (with `live-restore` the containers live on, the guard execs do
+ * not), so the loss is told apart by inspecting the guard's exec ({@linkcode guardLoss}), and
+ * a compute removal that fails then is retried in the background until the Engine is back
+ * (see `DockerSandbox`). The stopped keeper container stays until `stop()`, `destroy()` or
+ * `recover()` removes it.
  *
  * @module
  */
 import type { DockerEngine } from "../engine/client.ts";
-import { createExec, startExec } from "../engine/exec.ts";
+import { createExec, inspectExec, startExec } from "../engine/exec.ts";
 import type { EngineUpgrade } from "../engine/http/mod.ts";
 import { WORK_PATH } from "./workload.ts";
 
@@ -99,4 +101,25 @@ export function startGuestDeadline(context: GuardContext, deadlineMs: number): P
   // `sleep` takes whole seconds; past 2^31 - 1 s (68 years) the keeper's own sleep is the bound.
   const seconds = Math.min(Math.ceil((deadlineMs + GUEST_DEADLINE_GRACE_MS) / 1000), 2 ** 31 - 1);
   return attachGuard(context, `sleep ${seconds}; kill -TERM 1`);
+}
+
+/**
+ * Why a guard's stream ended before its release: its exec is inspected (bounded by
+ * `timeoutMs`). An exec that exited means something ended the guard (`"killed"`: a guest
+ * process, or the keeper went away); an Engine that does not answer, or no longer knows the
+ * exec (a restarted daemon forgets every exec), means the Engine connection was lost
+ * (`"engine"`).
+ *
+ * @param engine the Engine
+ * @param guard the guard whose stream ended
+ * @param timeoutMs bound on the inspection, in milliseconds
+ * @returns `"killed"` or `"engine"`; never rejects
+ */
+export async function guardLoss(engine: DockerEngine, guard: GuestGuard, timeoutMs: number): Promise<"killed" | "engine"> {
+  try {
+    const state = await inspectExec(engine, guard.execId, { timeoutMs });
+    return state.Running ? "engine" : "killed";
+  } catch {
+    return "engine";
+  }
 }

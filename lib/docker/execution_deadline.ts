@@ -8,7 +8,7 @@
  * @module
  */
 import { SandboxDeadlineError, SandboxStoppedError } from "../sandbox/errors.ts";
-import { startGuestDeadline } from "./controller_lease.ts";
+import { guardLoss, startGuestDeadline } from "./controller_lease.ts";
 import type { ExitObserverHost } from "./exit_observer.ts";
 import { asSandboxError } from "./_engine_errors.ts";
 import { setLongTimeout } from "./_long_timer.ts";
@@ -22,7 +22,7 @@ export interface ExecutionDeadlineHost extends ExitObserverHost {
 /**
  * Arm the execution deadline of `timeoutMs` milliseconds from now: the host timer at once,
  * then the guest guard. A guard that cannot start, or whose stream ends before compute was
- * removed (a guest process killed it), stops the sandbox. Both end with the sandbox's stop.
+ * removed (something ended it, or the Engine connection was lost), stops the sandbox. Both end with the sandbox's stop.
  *
  * @returns Resolves once the guard runs in the guest (or its failure stopped the sandbox);
  *   never rejects.
@@ -36,9 +36,16 @@ export async function armExecutionDeadline(host: ExecutionDeadlineHost, timeoutM
   try {
     const guard = await startGuestDeadline({ ...host, user: host.keeperUser, timeoutMs: host.policy.deadlines.startupMs }, timeoutMs);
     host.computeRemoved.then(() => guard.release());
-    guard.lost.then(() =>
-      host.stopFor(new SandboxStoppedError("Cannot continue process: the guest-side execution deadline ended early (a process killed it), so the sandbox was stopped"))
-    ).catch(() => {});
+    guard.lost.then(async () => {
+      const why = await guardLoss(host.engine, guard, host.policy.deadlines.cleanupMs);
+      await host.stopFor(
+        new SandboxStoppedError(
+          why === "engine"
+            ? "Cannot continue process: the guest-side execution deadline's Engine connection was lost (the Engine stopped or restarted), so the sandbox was stopped"
+            : "Cannot continue process: the guest-side execution deadline ended early (something ended it, or the keeper went away), so the sandbox was stopped",
+        ),
+      );
+    }).catch(() => {});
   } catch (error) {
     if (host.stopping.aborted) return;
     await host.stopFor(asSandboxError(error, "start the guest deadline")).catch(() => {});

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { SandboxStoppedError, type SandboxError } from "../sandbox/errors.ts";
+import { SandboxEngineError, type SandboxError, SandboxStoppedError } from "../sandbox/errors.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 import type { DockerEngine } from "../engine/client.ts";
 import { inspectContainer } from "../engine/containers.ts";
@@ -23,6 +23,12 @@ export interface ExitObserverHost {
   readonly stopping: AbortSignal;
   /** Settles once the keeper container is gone. */
   readonly computeRemoved: Promise<void>;
+  /**
+   * Settles once the first compute removal attempt ended, whether it removed compute or
+   * failed (the Engine gone): what every pending receipt waits for, so none outlives a
+   * failed removal.
+   */
+  readonly stopEnded: Promise<void>;
   /** Stop the whole sandbox because of `cause` (idempotent). */
   stopFor(cause: SandboxError): Promise<void>;
 }
@@ -123,20 +129,38 @@ async function observe(
   const timeoutMs = host.policy.deadlines.cleanupMs;
   let ended = false;
   streamEnded.then(() => (ended = true));
+  // When the first inspection of an unbroken run of failed ones was sent (undefined while
+  // they are answered).
+  let unansweredSince: number | undefined;
   await wait(OPEN_STREAM_POLL_MS, [streamEnded, stopping]);
   for (let poll = 0;; poll++) {
     if (host.stopping.aborted) {
-      await host.computeRemoved;
+      await host.stopEnded;
       return unavailable;
     }
     const endedBefore = ended;
+    const sentAt = Date.now();
     try {
       const state = await inspectExec(host.engine, execId, { timeoutMs });
+      unansweredSince = undefined;
       if (host.stopping.aborted) continue;
       if (!state.Running && state.ExitCode !== null) return Object.freeze({ kind: "exited", code: state.ExitCode });
     } catch (error) {
       if (isNotFound(error)) return unavailable;
-      // a transient Engine failure: try again below
+      // A transient Engine failure is tried again below; one that lasts the cleanup deadline
+      // (the Engine is gone) stops the sandbox, so the receipt settles `unavailable`.
+      unansweredSince ??= sentAt;
+      if (Date.now() - unansweredSince >= timeoutMs) {
+        host.stopFor(
+          new SandboxEngineError(
+            `Cannot observe the process's exit: the Engine has not answered for ${timeoutMs} ms (policy.deadlines.cleanupMs; last: ${
+              error instanceof Error ? error.message : String(error)
+            }), so the sandbox was stopped`,
+            { cause: error },
+          ),
+        ).catch(() => {});
+        continue;
+      }
     }
     if (endedBefore && poll >= 3 && !host.stopping.aborted) {
       try {

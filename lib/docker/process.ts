@@ -31,6 +31,7 @@ import type {
   SandboxStderrMode,
 } from "../sandbox/process.ts";
 import { createExec, inspectExec, startExec } from "../engine/exec.ts";
+import { DockerEngineTransportError } from "../engine/errors.ts";
 import type { EngineUpgrade } from "../engine/http/mod.ts";
 import { demultiplex } from "../engine/frames/demultiplex.ts";
 import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
@@ -222,7 +223,7 @@ export async function startGuestProcess(
   const mark = processMark();
   const stderr = command.stderr === "discard" ? "e" : command.stderr === "stdout" ? "o" : "p";
   let attach: EngineUpgrade;
-  let execId: string;
+  let execId: string | undefined;
   try {
     execId = await createExec(host.engine, host.keeperId, {
       Cmd: wrappedCommand(command.argv, mark, stderr, command.killDescendantsOnExit),
@@ -233,9 +234,25 @@ export async function startGuestProcess(
     }, { timeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
     attach = await startExec(host.engine, execId, { signal: options.signal });
   } catch (error) {
+    if (host.stopping.aborted) {
+      release();
+      throw host.stopping.reason as SandboxError;
+    }
+    // A start whose reply was lost (a transport failure, not an Engine refusal) may have
+    // started the command: it is found by its mark and ended before the slot is given back.
+    const outcome = execId !== undefined && error instanceof DockerEngineTransportError
+      ? await endUnattached(host, execId, mark)
+      : "never started";
     release();
     if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
-    throw asSandboxError(error, action);
+    const failure = asSandboxError(error, action);
+    if (outcome === "never started") throw failure;
+    throw new SandboxEngineError(
+      outcome === "ended"
+        ? `${failure.message}; the command may have started (exec ${execId}), so it was found by its mark and ended`
+        : `${failure.message}; the command may still be running (exec ${execId}, mark ${mark}) and could not be ended: stop the sandbox to be sure`,
+      { cause: error },
+    );
   }
   // A stop that raced the start: the Engine may already be writing its own error text
   // into the stream, which must never reach the caller as the process's output.
@@ -247,6 +264,32 @@ export async function startGuestProcess(
   const process = new DockerProcess(host, command, mark, execId, attach, release);
   if (command.kind === "process") await host.processStarted();
   return process;
+}
+
+/**
+ * End the command of exec `execId` that may have started though its start's reply was lost:
+ * up to {@linkcode KILL_ATTEMPTS} times, the exec is inspected and, while it runs, its
+ * process group killed by `mark` (waits of 10 ms doubling between attempts, as for a kill).
+ *
+ * @returns `"ended"` (killed, or it had exited), `"never started"` (the Engine reports no
+ *   start after every attempt), or `"unknown"` (it could not be inspected or killed)
+ */
+async function endUnattached(host: ProcessHost, execId: string, mark: string): Promise<"ended" | "never started" | "unknown"> {
+  let outcome: "never started" | "unknown" = "never started";
+  for (let attempt = 0; attempt < KILL_ATTEMPTS && !host.stopping.aborted; attempt++) {
+    try {
+      const state = await inspectExec(host.engine, execId, { timeoutMs: host.policy.deadlines.cleanupMs });
+      if (!state.Running && state.ExitCode !== null) return "ended";
+      if (state.Running) {
+        if ((await killProcessGroup(host, mark)).kind === "killed") return "ended";
+        outcome = "unknown";
+      }
+    } catch {
+      outcome = "unknown";
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10 * 2 ** attempt));
+  }
+  return outcome;
 }
 
 /** The kill reason of a fault of the output stream. */
@@ -303,6 +346,15 @@ export class DockerProcess implements SandboxProcess {
         void this.end(faultReason(failure), failure).catch(() => {});
         return failure;
       },
+      // The attach stream also ends cleanly when the Engine dies: the output is complete only
+      // once the exec's exit was observed; without it, stdout and stderr fail instead.
+      confirmEnd: () =>
+        this.exit.then((receipt) => {
+          if (receipt.kind !== "unavailable") return;
+          throw host.stopping.aborted
+            ? host.stopping.reason as SandboxError
+            : new SandboxEngineError("Cannot read process output: its stream ended but the process's exit could not be observed, so the output may be cut");
+        }),
     });
     this.stdout = output.stdout;
     this.stderr = output.stderr;

@@ -33,9 +33,11 @@ import {
 } from "../sandbox/transfer.ts";
 import { normalizeTransferOptions, parseExportSelection } from "../sandbox/_transfer_input.ts";
 import type { DockerEngine } from "../engine/client.ts";
-import { inspectContainer, waitContainer } from "../engine/containers.ts";
+import { inspectContainer } from "../engine/containers.ts";
+import { watchContainer } from "./container_watch.ts";
 import type { AcquiredSandbox } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
+import { guardLoss } from "./controller_lease.ts";
 import { armExecutionDeadline } from "./execution_deadline.ts";
 import { resourceLabels, type SandboxResourceNames } from "./names.ts";
 import { DockerProcessReservation, type ProcessHost } from "./process.ts";
@@ -102,6 +104,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   #stopping = new AbortController();
   #stopTask: Promise<void> | undefined;
   #computeRemoved: { promise: Promise<void>; resolve: () => void };
+  /** Resolved when the first compute removal attempt ended (removed or failed). */
+  #stopEnded: { promise: Promise<void>; resolve: () => void };
   /** The processes' bounds: the one process, concurrency, imports. */
   readonly #processes: ProcessRegistry;
   /** What processes see of this sandbox. */
@@ -131,9 +135,9 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     this.#policy = policy;
     this.#names = names;
     this.#acquired = acquired;
-    let resolve!: () => void;
-    const promise = new Promise<void>((r) => (resolve = r));
-    this.#computeRemoved = { promise, resolve };
+    this.#computeRemoved = deferred();
+    this.#stopEnded = deferred();
+    const promise = this.#computeRemoved.promise;
     this.#processes = new ProcessRegistry(policy.processes, policy.maxConcurrentProcesses);
     this.#host = {
       engine,
@@ -143,6 +147,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       policy,
       stopping: this.#stopping.signal,
       computeRemoved: promise,
+      stopEnded: this.#stopEnded.promise,
       stopFor: (cause) => this.#stopFor(cause),
       admit: (kind, action) => {
         if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError(`Cannot ${action}: the sandbox is stopped`);
@@ -153,46 +158,74 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     acquired.log.bound(() => ({ timeoutMs: policy.deadlines.cleanupMs }));
     this.#watchKeeper();
     this.#watchProxy();
-    // A lease that ends before compute is removed (a guest process killed it) no longer
+    // A lease that ends before compute is removed (ended, or its Engine connection lost) no longer
     // guards anything: the sandbox stops.
-    acquired.lease?.lost.then(() =>
-      this.#stopFor(new SandboxStoppedError("Cannot continue: the controller lease ended before compute was removed (a guest process killed it, or the keeper went away), so the sandbox was stopped"))
-    ).catch(() => {});
+    const lease = acquired.lease;
+    lease?.lost.then(async () => {
+      const why = await guardLoss(engine, lease, policy.deadlines.cleanupMs);
+      await this.#stopFor(
+        new SandboxStoppedError(
+          why === "engine"
+            ? "Cannot continue: the controller lease's Engine connection was lost before compute was removed (the Engine stopped or restarted), so the sandbox was stopped"
+            : "Cannot continue: the controller lease ended before compute was removed (something ended it, or the keeper went away), so the sandbox was stopped",
+        ),
+      );
+    }).catch(() => {});
   }
 
   /**
    * Notice a keeper that stops on its own (killed from inside, OOM, removed from outside):
-   * one long poll `POST /containers/{id}/wait?condition=not-running` per sandbox, no timer.
-   * When it answers while the sandbox is running, the sandbox stops (and cleans up) with a
-   * `SandboxStoppedError`. The request ends with `stop()`.
+   * one long poll per sandbox, renewed and re-armed (`container_watch.ts`: a lost reply
+   * delays the notice by 30 s at most). When it answers while the sandbox is running, the
+   * sandbox stops (and cleans up) with a `SandboxStoppedError`; an Engine that answers no
+   * watch for `deadlines.cleanupMs` stops it with a `SandboxEngineError`. Ends with `stop()`.
    */
   #watchKeeper(): void {
-    const signal = this.#stopping.signal;
-    waitContainer(this.#engine, this.#acquired.keeperId, { condition: "not-running", signal }).then(async () => {
-      if (!signal.aborted) {
-        await this.#stopFor(new SandboxStoppedError("Cannot continue: the keeper container stopped on its own"));
-      }
-    }).catch(() => {
-      // Ended by stop(), or the Engine connection failed: there is nothing to report to.
+    void watchContainer(this.#engine, this.#acquired.keeperId, {
+      stopping: this.#stopping.signal,
+      unreachableMs: this.#policy.deadlines.cleanupMs,
+      onStopped: (exitCode) =>
+        void this.#stopFor(
+          new SandboxStoppedError(
+            exitCode === undefined ? "Cannot continue: the keeper container was removed from outside" : "Cannot continue: the keeper container stopped on its own",
+          ),
+        ).catch(() => {}),
+      onUnreachable: (error) => void this.#stopFor(this.#unreachable("watch the keeper", error)).catch(() => {}),
     });
+  }
+
+  /** The stop cause when the Engine stopped answering a watch for `deadlines.cleanupMs`. */
+  #unreachable(action: string, error: unknown): SandboxEngineError {
+    return new SandboxEngineError(
+      `Cannot ${action}: the Engine has not answered for ${this.#policy.deadlines.cleanupMs} ms (policy.deadlines.cleanupMs; last: ${
+        error instanceof Error ? error.message : String(error)
+      }), so the sandbox was stopped`,
+      { cause: error },
+    );
   }
 
   /**
    * Notice an egress proxy that stops on its own (killed, OOM, removed from outside): the
    * guest's egress is gone, so the sandbox stops with a `SandboxStoppedError` that says so,
-   * with whether it was OOM-killed and its exit code (`./egress/proxy_stopped.ts`; one long
-   * poll, like the keeper's). Allowlist sandboxes only.
+   * with whether it was OOM-killed and its exit code (`./egress/proxy_stopped.ts`; watched
+   * like the keeper). Allowlist sandboxes only.
    */
   #watchProxy(): void {
     const egress = this.#acquired.egress;
     if (egress === undefined) return;
     const signal = this.#stopping.signal;
-    waitContainer(this.#engine, egress.proxyId, { condition: "not-running", signal }).then(async (exitCode) => {
-      if (signal.aborted) return;
-      // Read the proxy's end before #stopFor removes it; a removed proxy leaves it unknown.
-      const inspect = await inspectContainer(this.#engine, egress.proxyId).catch(() => undefined);
-      if (!signal.aborted) await this.#stopFor(proxyStoppedError({ exitCode, oomKilled: inspect === undefined ? undefined : inspect.State.OOMKilled === true }));
-    }).catch(() => {});
+    void watchContainer(this.#engine, egress.proxyId, {
+      stopping: signal,
+      unreachableMs: this.#policy.deadlines.cleanupMs,
+      onStopped: async (exitCode) => {
+        // Read the proxy's end before #stopFor removes it; a removed proxy leaves it unknown.
+        const inspect = await inspectContainer(this.#engine, egress.proxyId).catch(() => undefined);
+        if (!signal.aborted) {
+          await this.#stopFor(proxyStoppedError({ exitCode, oomKilled: inspect === undefined ? undefined : inspect.State.OOMKilled === true })).catch(() => {});
+        }
+      },
+      onUnreachable: (error) => void this.#stopFor(this.#unreachable("watch the egress proxy", error)).catch(() => {}),
+    });
   }
 
   /**
@@ -206,7 +239,10 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     return this.#deadline;
   }
 
-  /** `running`, `stopped` (compute removed or being removed) or `destroyed`. */
+  /**
+   * `running`, `stopped` (compute removed or being removed), `stop_failed` (its removal
+   * failed: compute may still exist; `stop()` or `destroy()` retries) or `destroyed`.
+   */
   get state(): SandboxState {
     return this.#state;
   }
@@ -576,14 +612,46 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   #stopFor(cause: SandboxError): Promise<void> {
     if (this.#keeperRemoved) return Promise.resolve();
     if (this.#state === "running") {
-      this.#state = "stopped";
       this.#stopCause = cause;
       this.#stopping.abort(cause);
     }
-    this.#stopTask ??= this.#removeKeeper().finally(() => {
+    if (this.#state === "running" || this.#state === "stop_failed") this.#state = "stopped";
+    this.#stopTask ??= this.#removeKeeper().catch((error) => {
+      // Compute may still exist: say so, settle every pending call all the same, and keep
+      // trying in the background (the Engine may be restarting).
+      if (this.#state === "stopped") this.#state = "stop_failed";
+      this.#retryStop();
+      throw error;
+    }).finally(() => {
       this.#stopTask = undefined;
+      this.#stopEnded.resolve();
     });
     return this.#stopTask;
+  }
+
+  /** When background retries of a failed compute removal give up (epoch ms), while they run. */
+  #retryUntil: number | undefined;
+
+  /**
+   * Retry a failed compute removal in the background for `deadlines.cleanupMs` after the
+   * first failure (after 250 ms, doubling to 5 s), so compute does not outlive an Engine
+   * restart by more than that; `stop()` and `destroy()` retry too. After that, the state stays
+   * `stop_failed` and the recovery record keeps what is left.
+   */
+  #retryStop(): void {
+    if (this.#retryUntil !== undefined) return;
+    this.#retryUntil = Date.now() + this.#policy.deadlines.cleanupMs;
+    let waitMs = 250;
+    const attempt = () => {
+      if (this.#keeperRemoved || this.#state === "destroyed") return void (this.#retryUntil = undefined);
+      const task = this.#stopTask ?? this.#stopFor(this.#stopCause!);
+      task.then(() => (this.#retryUntil = undefined), () => {
+        if (Date.now() >= this.#retryUntil!) return void (this.#retryUntil = undefined);
+        waitMs = Math.min(waitMs * 2, 5_000);
+        setTimeout(attempt, waitMs);
+      });
+    };
+    setTimeout(attempt, waitMs);
   }
 
   async #removeKeeper(): Promise<void> {
@@ -627,4 +695,11 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     }
     this.#state = "destroyed";
   }
+}
+
+/** A promise with its resolve function. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }

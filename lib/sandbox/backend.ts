@@ -147,7 +147,12 @@ export interface SandboxReservation {
  *
  * - `starting`: resources are being acquired.
  * - `running`: compute is up; processes can be reserved and started.
- * - `stopped`: compute was removed; files are retained (export them, then destroy).
+ * - `stopped`: compute was removed (or its removal is under way); files are retained (export
+ *   them, then destroy).
+ * - `stop_failed`: compute stopped being usable, but its removal failed (the Engine is gone,
+ *   or refused): compute may still exist. Every pending call has settled with the stop
+ *   cause; call `stop()` or `destroy()` again to retry the removal (a successful one makes
+ *   the state `stopped`).
  * - `destroyed`: every owned resource was removed.
  *
  * @example
@@ -160,7 +165,7 @@ export interface SandboxReservation {
  * }
  * ```
  */
-export type SandboxState = "starting" | "running" | "stopped" | "destroyed";
+export type SandboxState = "starting" | "running" | "stopped" | "stop_failed" | "destroyed";
 
 /**
  * A started sandbox. Disposing it (`await using`) destroys it.

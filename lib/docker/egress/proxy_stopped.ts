@@ -10,8 +10,11 @@ import { PROXY_LIMITS } from "./proxy_container.ts";
 
 /** What is known about the proxy's end. */
 export interface ProxyEnd {
-  /** Exit status: the `wait` answer's `StatusCode` (128 + N for signal N). */
-  readonly exitCode: number;
+  /**
+   * Exit status: the `wait` answer's `StatusCode` (128 + N for signal N); `undefined` when the
+   * proxy was removed from outside (the wait answered 404).
+   */
+  readonly exitCode: number | undefined;
   /**
    * `State.OOMKilled` of the proxy's inspect: `true` when the kernel's OOM killer ended it,
    * `undefined` when the inspect could not be read (the proxy was removed from outside).
@@ -22,7 +25,8 @@ export interface ProxyEnd {
 /** Signal names by number (Linux x86-64 and arm64) for the ones a stop usually carries. */
 const SIGNALS: Readonly<Record<number, string>> = Object.freeze({ 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM" });
 
-function exitText(exitCode: number): string {
+function exitText(exitCode: number | undefined): string {
+  if (exitCode === undefined) return "removed from outside, exit code unknown";
   if (exitCode <= 128 || exitCode > 128 + 64) return `exit code ${exitCode}`;
   const signal = exitCode - 128;
   return `exit code ${exitCode}: killed by signal ${signal}${SIGNALS[signal] ? ` (${SIGNALS[signal]})` : ""}`;

@@ -82,6 +82,16 @@ export interface DemultiplexOptions {
    * @returns The error the outputs fail with, or `undefined` for `error` itself.
    */
   readonly onFault: (error: DockerEngineOutputError) => unknown;
+  /**
+   * Called once at the source's clean end (after `done` resolved): stdout and stderr close
+   * only when the promise it returns resolves, and error with its rejection reason instead
+   * when it rejects. An attach stream also ends cleanly when the Engine dies, so a caller that
+   * knows more (the exec's exit was observed) keeps a cut output from looking complete.
+   * Cancelling a stream meanwhile is not a fault (the output has ended). Must not throw.
+   *
+   * @default undefined: the streams close at the clean end
+   */
+  readonly confirmEnd?: () => Promise<void>;
 }
 
 /**
@@ -99,13 +109,16 @@ export interface DemultiplexOptions {
  * ```
  */
 export interface DemultiplexedOutput {
-  /** Payload bytes of stream type 1, in order. Closes at a clean end; errors on a fault. */
+  /**
+   * Payload bytes of stream type 1, in order. Closes at a clean end (with `confirmEnd`, once
+   * it resolves); errors on a fault.
+   */
   readonly stdout: ReadableStream<Uint8Array>;
-  /** Payload bytes of stream type 2, in order. Closes at a clean end; errors on a fault. */
+  /** Payload bytes of stream type 2, in order; closes and errors as `stdout` does. */
   readonly stderr: ReadableStream<Uint8Array>;
   /**
    * Resolves when the source ended cleanly at a frame boundary (both streams are then closed,
-   * though unread bytes may remain in them); rejects with the fault (as `onFault` returned
+   * or with `confirmEnd` closing, though unread bytes may remain in them); rejects with the fault (as `onFault` returned
    * it) otherwise. Already marked handled, so leaving it unawaited raises no unhandled
    * rejection.
    */
@@ -205,6 +218,10 @@ export function demultiplex(
   const onFault = options.onFault;
   if (typeof onFault !== "function") {
     throw new TypeError(`${ACTION}: options.onFault must be a function`);
+  }
+  const confirmEnd = options.confirmEnd;
+  if (confirmEnd !== undefined && typeof confirmEnd !== "function") {
+    throw new TypeError(`${ACTION}: options.confirmEnd must be a function`);
   }
   const reader = chunkReader(source);
 
@@ -353,10 +370,34 @@ export function demultiplex(
       return;
     }
     state = "ended";
-    stdout.controller.close();
-    stderr.controller.close();
     reader.releaseLock();
     resolveDone();
+    if (confirmEnd === undefined) return closeBoth();
+    let confirmed: Promise<void>;
+    try {
+      confirmed = confirmEnd();
+    } catch (error) {
+      confirmed = Promise.reject(error);
+    }
+    confirmed.then(closeBoth, (failure: unknown) => {
+      for (const channel of [stdout, stderr]) {
+        try {
+          channel.controller.error(failure);
+        } catch {
+          // Already cancelled by its consumer.
+        }
+      }
+    });
+  }
+
+  function closeBoth(): void {
+    for (const channel of [stdout, stderr]) {
+      try {
+        channel.controller.close();
+      } catch {
+        // Already cancelled by its consumer.
+      }
+    }
   }
 
   async function pump(): Promise<void> {

@@ -96,6 +96,7 @@ async function observe(waits: number, outputEndsAtWait: number): Promise<{ waits
       policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 32 } }),
       stopping: stop.signal,
       computeRemoved: Promise.resolve(),
+      stopEnded: Promise.resolve(),
       stopFor: () => Promise.reject(new Error("the keeper is running: nothing may stop the sandbox")),
     } satisfies ExitObserverHost;
     const recorded: Wait[] = [];
@@ -190,6 +191,7 @@ test("observeExit removes its listener from the sandbox's stop signal once the r
       policy: normalizePolicy({ resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 32 } }),
       stopping: signal,
       computeRemoved: Promise.resolve(),
+      stopEnded: Promise.resolve(),
       stopFor: () => Promise.reject(new Error("the keeper is running: nothing may stop the sandbox")),
     } satisfies ExitObserverHost;
     for (let process = 0; process < 20; process++) {
