@@ -22,7 +22,7 @@ import { inspectImage } from "../engine/images.ts";
 import { createNetwork, inspectNetwork } from "../engine/networks.ts";
 import { createVolume, inspectVolume } from "../engine/volumes.ts";
 import { admitDaemon, admitForwarding, admitHost, admitResources } from "./admission.ts";
-import { type ControllerLease, startControllerLease } from "./controller_lease.ts";
+import { combinedLease, type ControllerLease, startControllerLease, startProxyLease } from "./controller_lease.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
 import { admitImage } from "./image_admission.ts";
 import { labelsMatch, resourceLabels, type SandboxResourceNames, type SandboxResourceRole } from "./names.ts";
@@ -283,13 +283,18 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     await createWorkDirectory(engine, keeperId, user, checkpoint()).catch(explained);
     await startContainer(engine, keeperId, checkpoint()).catch(explained);
     verifyWorkload(await inspectContainer(engine, keeperId, checkpoint()), spec, true);
-    const lease = policy.controllerLoss === "stop"
-      ? await startControllerLease({ engine, keeperId, user: settings.keeperUser, ...checkpoint() })
-      : undefined;
+    // The lease covers every container that computes: the keeper, and the egress proxy.
+    const leases: ControllerLease[] = [];
+    let lease: ControllerLease | undefined;
     try {
+      if (policy.controllerLoss === "stop") {
+        leases.push(await startControllerLease({ engine, keeperId, user: settings.keeperUser, ...checkpoint() }));
+        if (egress) leases.push(await startProxyLease({ engine, keeperId: egress.proxyId, user: settings.keeperUser, ...checkpoint() }));
+        lease = combinedLease(leases as [ControllerLease, ...ControllerLease[]]);
+      }
       checkpoint();
     } catch (error) {
-      lease?.release();
+      for (const started of leases) started.release();
       throw error;
     }
     return { keeperId, volumeName: names.volume, networkId, egress, spec, log, lease };

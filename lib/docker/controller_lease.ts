@@ -47,14 +47,21 @@ export interface GuestGuard {
 /** An open controller lease. */
 export type ControllerLease = GuestGuard;
 
-/** Attach to a guard exec and watch its stream end. */
-async function attachGuard(context: GuardContext, script: string): Promise<GuestGuard> {
+/**
+ * The egress proxy's lease program (`node -e`): block on stdin, then end the proxy (PID 1 of
+ * its container, the same user) at EOF. The proxy program handles SIGTERM by exiting (a PID 1
+ * ignores a signal it has no handler for). Node, not a shell: a proxy image need not have one.
+ */
+export const PROXY_LEASE_PROGRAM = 'process.stdin.resume(); const end = () => process.kill(1, "SIGTERM"); process.stdin.on("end", end); process.stdin.on("close", end);';
+
+/** Attach to a guard exec running `cmd` in container `keeperId` and watch its stream end. */
+async function attachGuard(context: GuardContext, cmd: readonly string[], workingDir: string = WORK_PATH): Promise<GuestGuard> {
   const { engine, keeperId, user, timeoutMs, signal } = context;
   const execId = await createExec(engine, keeperId, {
-    Cmd: ["/bin/sh", "-c", script],
+    Cmd: [...cmd],
     Env: [],
     User: `${user.uid}:${user.gid}`,
-    WorkingDir: WORK_PATH,
+    WorkingDir: workingDir,
   }, { timeoutMs, signal });
   const attach: EngineUpgrade = await startExec(engine, execId, { signal });
   let released = false;
@@ -88,7 +95,37 @@ export interface GuardContext {
  * @throws {DockerEngineError} / {DockerEngineTransportError} when the exec cannot start
  */
 export function startControllerLease(context: GuardContext): Promise<ControllerLease> {
-  return attachGuard(context, LEASE_SCRIPT);
+  return attachGuard(context, ["/bin/sh", "-c", LEASE_SCRIPT]);
+}
+
+/**
+ * Start the controller lease of the egress proxy container (`context.keeperId` is the
+ * proxy's ID here): when the controller goes, the proxy ends too, so nothing of the sandbox
+ * computes without it.
+ *
+ * @throws {DockerEngineError} / {DockerEngineTransportError} when the exec cannot start
+ */
+export function startProxyLease(context: GuardContext): Promise<ControllerLease> {
+  return attachGuard(context, ["node", "-e", PROXY_LEASE_PROGRAM], "/");
+}
+
+/**
+ * One lease of several (the keeper's and the proxy's): `lost` when the first is lost,
+ * `release()` releases all; `execId` is the lost one's once `lost` settled, the first's
+ * before.
+ *
+ * @param leases at least one lease
+ * @returns the combined lease
+ */
+export function combinedLease(leases: readonly [ControllerLease, ...ControllerLease[]]): ControllerLease {
+  let execId = leases[0].execId;
+  return {
+    get execId() {
+      return execId;
+    },
+    lost: Promise.race(leases.map((lease) => lease.lost.then(() => void (execId = lease.execId)))),
+    release: () => leases.forEach((lease) => lease.release()),
+  };
 }
 
 /**
@@ -100,7 +137,7 @@ export function startControllerLease(context: GuardContext): Promise<ControllerL
 export function startGuestDeadline(context: GuardContext, deadlineMs: number): Promise<GuestGuard> {
   // `sleep` takes whole seconds; past 2^31 - 1 s (68 years) the keeper's own sleep is the bound.
   const seconds = Math.min(Math.ceil((deadlineMs + GUEST_DEADLINE_GRACE_MS) / 1000), 2 ** 31 - 1);
-  return attachGuard(context, `sleep ${seconds}; kill -TERM 1`);
+  return attachGuard(context, ["/bin/sh", "-c", `sleep ${seconds}; kill -TERM 1`]);
 }
 
 /**

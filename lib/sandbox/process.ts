@@ -131,6 +131,9 @@ export interface SandboxProcessRequest {
    * 2^53 − 1): when it passes while the leader runs, the process and the descendants in its
    * process group are killed and its receipt is `{ kind: "killed", reason: "timeout" }`
    * (policy `processes: "one"`: the whole sandbox stops with a `SandboxDeadlineError`).
+   * It is a timer of the controller's: while the controller process is frozen (stopped,
+   * suspended) the deadline slips by as long; for a bound that holds without the controller
+   * use the sandbox's `execution: { kind: "deadline" }`, which is enforced inside the guest too.
    *
    * @default {undefined} no deadline of its own (the sandbox's `execution` still applies)
    */

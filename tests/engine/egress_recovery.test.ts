@@ -37,6 +37,26 @@ engineTest("DockerSandboxBackend.recover after the host died by SIGKILL (allowli
   }, undefined, nodeImage);
 }, { timeout: 300_000 });
 
+engineTest("DockerSandbox allowlist with controllerLoss \"stop\": when the host dies, the keeper and the egress proxy both stop before any recovery", async (engine) => {
+  await withWorld(async (world) => {
+    await runChild(world, "running", { ...policy, controllerLoss: "stop" }, { AGENTCELL_CHILD_PROXY_IMAGE: nodeImage });
+    const record = await onlyRecord(world.store);
+    // The events: each container reaches not-running on its own (the Engine's wait answers).
+    for (const role of ["keeper", "proxy"] as const) {
+      const waited = await engine.request("POST", `/containers/${record.resources[role]!.id!}/wait`, {
+        query: { condition: "not-running" },
+        timeoutMs: 30_000,
+        schema: z.looseObject({ StatusCode: z.number() }),
+      });
+      assert.equal(waited.value.StatusCode, 0, `the ${role} ended itself on the lease's end`);
+    }
+    const recovery = await world.backend.recover(record, world.store);
+    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+    await assertNothingLeft(engine, record);
+    await world.store.remove(record.reservationId);
+  }, undefined, nodeImage);
+}, { timeout: 300_000 });
+
 engineTest("DockerSandbox allowlist: stop() removes the proxy, destroy() the internal network and the egress bridge", async (engine) => {
   await withBackend(async (backend) => {
     const sandbox = await backend.reserve({ policy }, recordingPort()).start();
