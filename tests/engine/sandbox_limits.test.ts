@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { SandboxDeadlineError, SandboxOutputLimitError, SandboxAbandonedOutputError } from "../../lib/sandbox/errors.ts";
+import { SandboxAbandonedOutputError, SandboxConfigurationError, SandboxDeadlineError, SandboxOutputLimitError } from "../../lib/sandbox/errors.ts";
 import { engineTest, eventually } from "./_engine.ts";
-import { readUntil, testPolicy, text, withSandbox } from "./_sandbox.ts";
+import { assertNamesAbsent, readUntil, recordingPort, testPolicy, text, withBackend, withSandbox } from "./_sandbox.ts";
 
 // The kernel's own counters, read by the guest without forking (ash builtins only), so a
 // saturated PID limit cannot keep the reading from happening. cgroup v1 paths first, then v2.
@@ -150,4 +150,23 @@ engineTest("DockerSandbox execution deadline stops the whole sandbox", async (en
     assert.ok(sandbox.stopCause instanceof SandboxDeadlineError, `stop cause ${sandbox.stopCause}`);
     assert.equal(sandbox.state, "stopped");
   }, { policy: { resources: { cpus: 1, memoryBytes: 64 * 1024 * 1024, pids: 32 }, execution: { kind: "deadline", timeoutMs: 1500 } } });
+});
+
+engineTest("DockerSandbox refuses cpus above the daemon's NCPU and memoryBytes above its MemTotal (the daemon's real figures) before anything is created", async (engine) => {
+  const { NCPU: cpus, MemTotal: memory } = await engine.info();
+  assert.ok(cpus !== undefined && memory !== undefined, "the daemon reports NCPU and MemTotal");
+  const info = { NCPU: cpus, MemTotal: memory };
+  await withBackend(async (backend) => {
+    const cases = [
+      [{ ...testPolicy.resources, cpus: info.NCPU + 1 }, `Cannot start sandbox: policy.resources.cpus is ${info.NCPU + 1}, more than the ${info.NCPU} CPUs of the daemon's host (GET /info NCPU): set policy.resources.cpus to at most ${info.NCPU}`],
+      [{ ...testPolicy.resources, memoryBytes: 2 ** 52 }, `Cannot start sandbox: policy.resources.memoryBytes is ${2 ** 52}, more than the ${info.MemTotal} bytes of memory of the daemon's host (GET /info MemTotal), so it would be no limit: set policy.resources.memoryBytes to at most ${info.MemTotal}`],
+    ] as const;
+    for (const [resources, message] of cases) {
+      const port = recordingPort();
+      const reservation = backend.reserve({ policy: { ...testPolicy, resources } }, port);
+      await assert.rejects(reservation.start(), (error) => error instanceof SandboxConfigurationError && error.code === "configuration" && error.message === message);
+      assert.deepEqual(port.records, [], "refused before the planned record");
+      await assertNamesAbsent(engine, reservation.names);
+    }
+  });
 });
