@@ -232,7 +232,8 @@ export async function startGuestProcess(
       WorkingDir: command.workingDir,
       AttachStdin: command.attachStdin,
     }, { timeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
-    attach = await startExec(host.engine, execId, { signal: options.signal });
+    // Its answer is bounded by the start deadline too (a lost reply fails in that time).
+    attach = await startExec(host.engine, execId, { headerTimeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
   } catch (error) {
     if (host.stopping.aborted) {
       release();
