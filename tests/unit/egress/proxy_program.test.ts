@@ -422,6 +422,37 @@ test("EgressProxy refuses a request whose Connection field names a framing heade
   }
 });
 
+test("EgressProxy refuses a request body whose Transfer-Encoding is not exactly chunked with 501 and a denied event, and forwards a chunked one", async () => {
+  const bodies: string[] = [];
+  const upstream = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("latin1").on("data", (chunk: string) => (body += chunk)).on("end", () => {
+      bodies.push(`${req.headers["transfer-encoding"]} ${body}`);
+      res.end("ok");
+    });
+  });
+  const port = await localPort(upstream);
+  try {
+    await withProxy({ hosts: ["up.test"], resolve: { "up.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"] }, async (proxyPort, events) => {
+      const post = (te: string) => `POST http://up.test:${port}/ HTTP/1.1\r\nHost: up.test:${port}\r\nTransfer-Encoding: ${te}\r\n\r\n5\r\nhello\r\n0\r\n\r\n`;
+      for (const te of ["xchunked", "gzip", "gzip, chunked"]) {
+        const { answer, denied } = await refusedWith(proxyPort, events, post(te));
+        const reason = `the Transfer-Encoding field is "${te}", not chunked alone, the only transfer coding the proxy frames a request body by: send it with Content-Length or Transfer-Encoding: chunked`;
+        assert.ok(answer.startsWith("HTTP/1.1 501 Not Implemented\r\n"), `${te}: ${answer}`);
+        assert.ok(answer.includes(`\r\negress proxy: ${reason}\n`), `${te}: ${answer}`);
+        assert.deepEqual(denied, [{ event: "denied", host: "up.test", port, reason }], te);
+      }
+      assert.deepEqual(bodies, []);
+      // Chunked alone (any case) is framed and forwarded.
+      const answer = (await exchange(proxyPort, Buffer.from(post("Chunked")))).toString("latin1");
+      assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/u);
+      assert.deepEqual(bodies, ["Chunked hello"]);
+    });
+  } finally {
+    upstream.close();
+  }
+});
+
 test("EgressProxy answers the first of pipelined requests only and reports the second denied", async () => {
   const upstream = createServer((req, res) => res.end(`hello ${req.url}`));
   const port = await localPort(upstream);
