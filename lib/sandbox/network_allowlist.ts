@@ -7,6 +7,7 @@
  * @module
  */
 import { z } from "zod";
+import { broadWildcardDefect } from "./_public_suffixes.ts";
 import { expect, issueWording } from "./_zod_issues.ts";
 
 /**
@@ -68,9 +69,22 @@ export interface SandboxAllowlistNetwork {
    * (`*.example.com` matches every subdomain, `a.example.com` and `a.b.example.com`, but not
    * `example.com` itself), each with an optional `:port` (1 … 65535; without one, every
    * port). Names compare case-insensitively; a trailing dot (`api.example.com.`) is
-   * accepted and dropped. Addresses go in `addresses`, not here.
+   * accepted and dropped. Addresses go in `addresses`, not here. A wildcard directly under a
+   * top-level domain (`*.com`) or under a well-known public suffix (`*.co.uk`,
+   * `*.github.io`) is refused unless `allowBroadWildcards` is `true`.
    */
   readonly hosts: readonly string[];
+  /**
+   * Accept wildcards that allow every site of a top-level domain (`*.com`, `*.test`) or of a
+   * well-known multi-label public suffix (`*.co.uk`, `*.com.au`, `*.co.jp`, `*.github.io`; a
+   * short list of the suffixes with the most registrations and the hosting platforms, not the
+   * whole Public Suffix List). Without it such an entry is refused at `reserve()`
+   * (`SandboxConfigurationError` naming `policy.network.hosts.N`). A consent checked at
+   * validation only: the normalized settings do not carry it.
+   *
+   * @default {false}
+   */
+  readonly allowBroadWildcards?: boolean;
   /**
    * Destinations allowed by address even when they are not public: bare IPv4 or IPv6
    * addresses or CIDR ranges (`10.0.0.5`, `10.1.0.0/16`, `fd00::/8`), at most 256. A name on
@@ -225,7 +239,15 @@ export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> =
   headersTimeoutMs: integer(1_000, 86_400_000, "milliseconds").optional(),
   idleTimeoutMs: integer(1_000, 86_400_000, "milliseconds").optional(),
   maxBytesPerConnection: integer(0, Number.MAX_SAFE_INTEGER, "bytes").optional(),
+  allowBroadWildcards: z.boolean({ error: expect("must be a boolean") }).optional(),
 }).superRefine((allowlist, context) => {
+  if (allowlist.allowBroadWildcards !== true) {
+    allowlist.hosts.forEach((entry, index) => {
+      const match = HOST_ENTRY.exec(withoutTrailingDot(entry));
+      const defect = match?.[1] === undefined ? undefined : broadWildcardDefect(match[2].toLowerCase());
+      if (defect) context.addIssue({ code: "custom", path: ["hosts", index], message: defect });
+    });
+  }
   const bytes = new TextEncoder().encode(JSON.stringify([allowlist.hosts, allowlist.addresses, allowlist.resolve])).length;
   if (bytes > MAX_ALLOWLIST_CONFIG_BYTES) {
     context.addIssue({

@@ -9,7 +9,7 @@ import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { once } from "node:events";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
@@ -90,6 +90,27 @@ export async function startUpstreams(): Promise<Upstreams> {
         new Promise((resolve) => tls.close(resolve)),
         new Promise<void>((resolve) => udp.close(() => resolve())),
       ]);
+    },
+  };
+}
+
+/**
+ * A raw TCP upstream on 0.0.0.0 that answers the first bytes of each connection with `reply`
+ * (a malformed HTTP reply, say) and keeps the connection open; `close` ends what it holds.
+ */
+export async function startRawUpstream(reply: string): Promise<{ readonly port: number; close(): Promise<void> }> {
+  const held = new Set<Socket>();
+  const server = createTcpServer((socket) => {
+    held.add(socket);
+    socket.on("error", () => {}).on("close", () => held.delete(socket)).once("data", () => socket.write(reply));
+  });
+  server.listen(0, "0.0.0.0");
+  await once(server, "listening");
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
     },
   };
 }

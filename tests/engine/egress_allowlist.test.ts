@@ -16,7 +16,7 @@ import type { DockerEngine } from "../../lib/engine/client.ts";
 import { SandboxStoppedError } from "../../lib/sandbox/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { engineTest, eventually, nodeImage } from "./_engine.ts";
-import { collectEvents, GUEST_CLIENT, startUpstreams, type Upstreams } from "./_egress.ts";
+import { collectEvents, GUEST_CLIENT, startRawUpstream, startUpstreams, type Upstreams } from "./_egress.ts";
 import { assertGone, recordingPort, withBackend } from "./_sandbox.ts";
 
 const resources = { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 };
@@ -362,6 +362,34 @@ engineTest("DockerSandbox allowlist bounds: of thousands of silent connections t
       assert.equal((await client(sandbox, "http", `http://allowed.test:${up.httpPort}/`)).status, 200);
     }, up);
   } finally {
+    await up.close();
+  }
+}, { timeout: 300_000 });
+
+engineTest("DockerSandbox allowlist: an allowed upstream answering a malformed status (099) gets the guest a 502 and a denied event, and the proxy and the sandbox go on running", async (engine) => {
+  const up = await startUpstreams();
+  const malformed = await startRawUpstream("HTTP/1.1 099 X\r\ncontent-length: 2\r\n\r\nok");
+  try {
+    await withAllowlistSandbox(engine, allowlistPolicy(up), async (sandbox) => {
+      const events = collectEvents(sandbox.egress!);
+      const reason = "upstream sent a malformed reply: status 99 is not a final status (200 to 599)";
+      assert.deepEqual(await client(sandbox, "http", `http://allowed.test:${malformed.port}/`), { status: 502, body: `egress proxy: ${reason}\n` });
+      await eventually("the denied and closed events", () =>
+        events.seen.some((e) => e.event === "closed" && e.port === malformed.port) ? true : undefined);
+      assert.deepEqual(events.seen.filter((e) => e.port === malformed.port).map((e) => [e.event, e.host, e.reason]), [
+        ["allowed", "allowed.test", undefined],
+        ["denied", "allowed.test", reason],
+        ["closed", "allowed.test", reason],
+      ]);
+      // The proxy did not exit, so the sandbox was not stopped, and the next request is served.
+      const proxy = await inspectContainer(engine, sandbox.resources.proxyId!);
+      assert.equal(proxy.State.Running, true);
+      assert.equal(sandbox.state, "running");
+      assert.deepEqual(await client(sandbox, "http", `http://allowed.test:${up.httpPort}/after`), { status: 200, body: `upstream allowed.test:${up.httpPort} /after` });
+      assert.equal(sandbox.state, "running");
+    }, up);
+  } finally {
+    await malformed.close();
     await up.close();
   }
 }, { timeout: 300_000 });

@@ -327,9 +327,18 @@ function rawAnswer(status: string, text: string): string {
   return `HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\negress proxy: ${text}\n`;
 }
 
-/** A plain-text answer through node:http; `connection: close`, so one connection carries one request. */
+/**
+ * A plain-text answer through node:http; `connection: close`, so one connection carries one
+ * request. Never throws: when an answer has begun already (or cannot be written), the
+ * connection is destroyed instead, which is all a guest can be told then.
+ */
 function plain(response: ServerResponse, status: number, text: string): void {
-  response.writeHead(status, { "content-type": "text/plain", connection: "close" }).end(`egress proxy: ${text}\n`);
+  try {
+    if (response.headersSent) return void response.destroy();
+    response.writeHead(status, { "content-type": "text/plain", connection: "close" }).end(`egress proxy: ${text}\n`);
+  } catch {
+    response.destroy();
+  }
 }
 
 /** A host name cut to {@linkcode MAX_HOST_LENGTH} characters for an event. */
@@ -352,6 +361,30 @@ interface Sink {
 
 /** Bytes of one connection so far, by direction (as its `closed` event reports them). */
 type Meter = { bytesOut: number; bytesIn: number };
+
+/**
+ * Call `idle` once `socket` has made no progress for `ms`: no byte read, none written and none
+ * of its write queue drained; checked every quarter of `ms`, so it runs between `ms` and 1.25
+ * times that after the last byte. A timer of our own rather than the socket's timeout, which
+ * on Bun never runs while writes are pending (a guest that does not read what it is sent).
+ * Stops with the socket's close.
+ */
+function watchIdle(socket: Socket, ms: number, idle: () => void): void {
+  const progress = () => `${socket.bytesRead}/${socket.bytesWritten}/${socket.writableLength}`;
+  let seen = progress();
+  let since = performance.now();
+  const timer = setInterval(() => {
+    const now = progress();
+    if (now !== seen) {
+      seen = now;
+      since = performance.now();
+    } else if (performance.now() - since >= ms) {
+      clearInterval(timer);
+      idle();
+    }
+  }, Math.max(1, Math.floor(ms / 4)));
+  socket.once("close", () => clearInterval(timer));
+}
 
 /** A running proxy. */
 export interface EgressProxy {
@@ -433,9 +466,10 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
   }
 
   /**
-   * Join a guest socket and its tunnel's upstream with the idle and byte bounds; report when it
-   * ends. `head` (bytes the guest sent in the same packet as its CONNECT) is counted and
-   * forwarded like every later byte.
+   * Join a guest socket and its tunnel's upstream with the idle bound (watched on the guest's
+   * socket, which every byte of the tunnel passes) and the byte bound; report when it ends.
+   * `head` (bytes the guest sent in the same packet as its CONNECT) is counted and forwarded
+   * like every later byte.
    */
   function join(client: Socket, upstream: Socket, head: Buffer, host: string, port: number, address: string): void {
     const meter: Meter = { bytesOut: 0, bytesIn: 0 };
@@ -457,10 +491,8 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
     relay(upstream, client, meter, "bytesIn", end);
     client.on("end", () => upstream.end());
     upstream.on("end", () => client.end());
-    for (const socket of [client, upstream]) {
-      socket.setTimeout(config.idleTimeoutMs, () => end(`idle for ${config.idleTimeoutMs} ms`));
-      socket.on("error", () => end("connection error"));
-    }
+    watchIdle(client, config.idleTimeoutMs, () => end(`idle for ${config.idleTimeoutMs} ms`));
+    for (const socket of [client, upstream]) socket.on("error", () => end("connection error"));
     if (head.length > 0) fromGuest(head);
   }
 
@@ -468,6 +500,16 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
    * Forward one absolute-form request to `address` on its own upstream connection, with the
    * idle and byte bounds (request body and response body, both directions together); report
    * `closed` once the answer is done or cut.
+   *
+   * A reply that cannot be forwarded as it is — a status outside 200 … 599 (RFC 9110 §15: a
+   * recipient treats one as a 5xx), a `101` (no forwarded request asks for an upgrade: the
+   * `Upgrade` field is hop-by-hop), a head the parser or node:http refuses — is a malformed
+   * reply: a `denied` event, `502` (or the connection cut, when the answer had begun) and the
+   * upstream destroyed; its `closed` event gives the same reason.
+   *
+   * The idle bound watches the guest's socket (every byte either way passes it), so it also
+   * holds once the upstream is gone: an answer the upstream sent in full may still wait for a
+   * guest that does not read it.
    */
   function forward(request: IncomingMessage, response: ServerResponse, target: URL, host: string, port: number, address: string): void {
     const client = request.socket;
@@ -488,6 +530,13 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       upstream.destroy();
       client.destroy();
     };
+    const malformed = (why: string) => {
+      if (reason !== "ended") return;
+      reason = `upstream sent a malformed reply: ${why}`;
+      deny(host, port, reason);
+      upstream.destroy();
+      plain(response, 502, reason);
+    };
     let reported = false;
     response.once("close", () => {
       upstream.destroy();
@@ -495,17 +544,30 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       reported = true;
       report({ event: "closed", host, port, address, reason, ...meter });
     });
+    watchIdle(client, config.idleTimeoutMs, () => cut(`idle for ${config.idleTimeoutMs} ms`));
+    request.on("error", () => cut("connection error"));
+    response.on("error", () => cut("connection error"));
+    const upgrade = "101 Switching Protocols to a request that asked for no upgrade";
+    upstream.on("upgrade", (_answer: IncomingMessage, socket: Socket) => {
+      socket.destroy();
+      malformed(upgrade);
+    });
     upstream.on("response", (answer: IncomingMessage) => {
-      const answerHeaders = endToEnd(answer.headers);
-      response.writeHead(answer.statusCode ?? 502, { ...answerHeaders, connection: "close" });
+      answer.on("error", () => cut("connection error"));
+      if (reason !== "ended") return void answer.destroy(); // answered already
+      const status = answer.statusCode ?? 0;
+      if (status === 101) return malformed(upgrade);
+      if (!(status >= 200 && status <= 599)) return malformed(`status ${status} is not a final status (200 to 599)`);
+      try {
+        response.writeHead(status, { ...endToEnd(answer.headers), connection: "close" });
+      } catch (error) {
+        return malformed(`its head cannot be forwarded (${(error as Error).message})`);
+      }
       relay(answer, response, meter, "bytesIn", cut);
       answer.on("end", () => response.end());
-      answer.on("error", () => cut("connection error"));
-      response.on("error", () => cut("connection error"));
     });
     relay(request, upstream, meter, "bytesOut", cut);
     request.on("end", () => upstream.end());
-    upstream.setTimeout(config.idleTimeoutMs, () => cut(`idle for ${config.idleTimeoutMs} ms`));
     // The connect is bounded by headersTimeoutMs (a timer of its own: Bun's socket timeout does
     // not run while connecting); the answer's head ends the bound where the socket's connect
     // is not reported.
@@ -513,14 +575,28 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
     const connected = () => clearTimeout(connectTimer);
     upstream.once("socket", (socket: Socket) => socket.once("connect", connected));
     upstream.once("response", connected);
-    upstream.once("close", connected);
-    upstream.on("error", (error: Error) => {
-      if (reason !== "ended") return; // cut on purpose
+    upstream.once("close", () => {
+      connected();
+      // Closed with neither an answer nor an error (an upgrade a runtime dropped) while the guest
+      // still waits: answered all the same.
+      if (reason === "ended" && !response.headersSent && !client.destroyed) malformed("the connection closed without an answer");
+    });
+    upstream.on("error", (error: Error & { code?: string }) => {
+      if (reason !== "ended") return; // cut on purpose, or refused already
+      // The parser's refusals (llhttp's codes on every runtime): a malformed reply.
+      if (error.code?.startsWith("HPE_")) return malformed(`${error.message.replace(/^Parse Error: /u, "")} (${error.code})`);
       reason = `upstream failed: ${error.message}`;
-      if (response.headersSent) client.destroy();
-      else plain(response, 502, `upstream failed: ${error.message}`);
+      plain(response, 502, reason);
     });
   }
+
+  /** Connections whose request the proxy answered with a refusal of its own (see `clientError`). */
+  const refusedRequests = new WeakSet<Socket>();
+  /** Answer a request that is not forwarded: the connection ends after the answer even if its body does not parse. */
+  const refuseRequest = (response: ServerResponse, status: number, text: string) => {
+    refusedRequests.add(response.socket as Socket);
+    plain(response, status, text);
+  };
 
   const http: HttpServer = createHttpServer({ headersTimeout: 0, requestTimeout: 0, maxHeaderSize: MAX_HEAD_BYTES }, (request: IncomingMessage, response: ServerResponse) => {
     if (!headArrived(request.socket, request)) return; // a late head on a refused socket, or a pipelined one: never answered
@@ -531,29 +607,39 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
     } catch {
       // Origin-form (`GET /path`) and asterisk-form (`OPTIONS *`).
       deny("", 0, `not an absolute-form request (${request.method} ${shown(request.url ?? "")}): only absolute-form http:// requests and CONNECT are proxied`);
-      return plain(response, 400, "only absolute-form http:// requests and CONNECT are proxied");
+      return refuseRequest(response, 400, "only absolute-form http:// requests and CONNECT are proxied");
     }
     if (target.protocol !== "http:") {
       const scheme = shown(target.protocol);
       deny(shown(target.hostname), Number(target.port || 0), `${scheme} URLs are not proxied as requests: use CONNECT (https) or http://`);
-      return plain(response, 400, `${scheme} URLs are not proxied as requests: use CONNECT for https`);
+      return refuseRequest(response, 400, `${scheme} URLs are not proxied as requests: use CONNECT for https`);
     }
     const host = target.hostname.replace(/^\[|\]$/gu, "");
     const port = Number(target.port || 80);
     if (host.length > MAX_HOST_LENGTH) {
       deny(shown(host), port, `host name longer than ${MAX_HOST_LENGTH} characters`);
-      return plain(response, 400, `host name longer than ${MAX_HOST_LENGTH} characters`);
+      return refuseRequest(response, 400, `host name longer than ${MAX_HOST_LENGTH} characters`);
     }
     const framing = connectionNames(request.headers).find((name) => FRAMING_HEADERS.has(name));
     if (framing !== undefined) {
       const why = `the Connection field names ${framing}, which frames the request: remove it from Connection`;
       deny(host, port, why);
-      return plain(response, 400, why);
+      return refuseRequest(response, 400, why);
+    }
+    // Only chunked alone is a transfer coding the proxy frames a body by (RFC 9112 §6.1: chunked
+    // is last, and a server answers a coding it does not understand with 501). Any other is
+    // refused: node:http would read such a body to the connection's end, or stop at a parse
+    // error once the request is on its way.
+    const coding = request.headers["transfer-encoding"];
+    if (coding !== undefined && coding.trim().toLowerCase() !== "chunked") {
+      const why = `the Transfer-Encoding field is "${shown(coding)}", not chunked alone, the only transfer coding the proxy frames a request body by: send it with Content-Length or Transfer-Encoding: chunked`;
+      deny(host, port, why);
+      return refuseRequest(response, 501, why);
     }
     decide(host, port, config).then((verdict) => {
       if ("denied" in verdict) {
         deny(host, port, verdict.denied);
-        return plain(response, 403, `denied: ${verdict.denied}`);
+        return refuseRequest(response, 403, `denied: ${verdict.denied}`);
       }
       report({ event: "allowed", host, port, address: verdict.address });
       forward(request, response, target, host, port, verdict.address);
@@ -606,6 +692,8 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
   // A request node:http cannot parse (bad framing, TE with CL, two CLs, bare LF, a lower-case
   // method, a head over 16 KiB): answered like node:http's default handler, plus an event.
   http.on("clientError", (error: Error & { code?: string }, socket: Socket) => {
+    // The body of a request refused already does not parse: its answer is on its way, then the end.
+    if (refusedRequests.has(socket)) return refuse(socket, "");
     const waited = waiting.get(socket);
     if (waited === undefined || socket.destroyed) return void socket.destroy(); // timed out already, or gone
     clearTimeout(waited);
@@ -642,6 +730,9 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
   return new Promise((resolve, reject) => {
     listener.once("error", reject);
     listener.listen(config.port, () => {
+      // An accept that fails later (EMFILE) is an `error` of the server: it must not end the
+      // proxy, and the server goes on listening.
+      listener.off("error", reject).on("error", () => {});
       const address = listener.address();
       resolve({
         server: listener,

@@ -93,6 +93,36 @@ test("normalizePolicy refuses a malformed allowlist, naming the field and the fi
   refused({ kind: "allowlist", hosts: ["a.test"], extra: 1 }, "Cannot reserve sandbox: policy.network.extra is not a known field");
 });
 
+test("normalizePolicy refuses a wildcard under a top-level domain or directly under a public suffix unless allowBroadWildcards, naming the entry and the fix", () => {
+  const fix = (example: string) => `name the site (${example}), or set policy.network.allowBroadWildcards to true`;
+  refused(
+    { kind: "allowlist", hosts: ["*.com"] },
+    `Cannot reserve sandbox: policy.network.hosts.0 must not be a wildcard directly under the top-level domain com (*.com allows every site registered under it): ${fix("*.example.com")}`,
+  );
+  refused(
+    { kind: "allowlist", hosts: ["api.example.com", "*.TEST.:443"] },
+    `Cannot reserve sandbox: policy.network.hosts.1 must not be a wildcard directly under the top-level domain test (*.test allows every site registered under it): ${fix("*.example.test")}`,
+  );
+  for (const suffix of ["co.uk", "com.au", "co.jp", "github.io"]) {
+    refused(
+      { kind: "allowlist", hosts: [`*.${suffix}`] },
+      `Cannot reserve sandbox: policy.network.hosts.0 must not be a wildcard directly under the public suffix ${suffix} (*.${suffix} allows every site registered under it): ${fix(`*.example.${suffix}`)}`,
+    );
+  }
+  refused(
+    { kind: "allowlist", hosts: ["*.com"], allowBroadWildcards: "yes" },
+    "Cannot reserve sandbox: policy.network.allowBroadWildcards must be a boolean",
+  );
+  // One label more is a site, and exact names are never broad.
+  for (const host of ["*.example.com", "*.example.co.uk", "*.user.github.io", "com", "co.uk"]) {
+    assert.deepEqual((normalizePolicy({ resources, network: { kind: "allowlist", hosts: [host] } }).network as { hosts: unknown }).hosts, [host]);
+  }
+  // Forced, they are kept as written (the flag is a consent at validation, not a setting).
+  const forced = normalizePolicy({ resources, network: { kind: "allowlist", hosts: ["*.com", "*.co.uk:443"], allowBroadWildcards: true } }).network;
+  assert.deepEqual((forced as { hosts: unknown }).hosts, ["*.com", "*.co.uk:443"]);
+  assert.equal((forced as { allowBroadWildcards?: unknown }).allowBroadWildcards, undefined);
+});
+
 test("backend.reserve refuses an allowlist without config.proxyImageDigest, and the config field takes only an exact ID", () => {
   const config = {
     profile: "linux-x64-cgroupfs" as const,

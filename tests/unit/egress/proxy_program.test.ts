@@ -4,32 +4,12 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { createServer, request } from "node:http";
+import { createServer } from "node:http";
 import { connect, createServer as createTcpServer, type AddressInfo } from "node:net";
 import { test } from "node:test";
-import {
-  addressDefect,
-  decide,
-  type EgressEvent,
-  type EgressProxy,
-  type EgressProxyConfig,
-  hostAllowed,
-  MAX_REASON_LENGTH,
-  startEgressProxy,
-} from "../../../lib/docker/egress/proxy_program.ts";
+import { addressDefect, decide, type EgressEvent, hostAllowed, MAX_REASON_LENGTH } from "../../../lib/docker/egress/proxy_program.ts";
 import { MAX_EGRESS_LINE_LENGTH } from "../../../lib/docker/egress/events.ts";
-
-const base: EgressProxyConfig = {
-  port: 0,
-  hosts: [],
-  addresses: [],
-  hostAddresses: [],
-  resolve: {},
-  maxConnections: 8,
-  headersTimeoutMs: 30_000,
-  idleTimeoutMs: 30_000,
-  maxBytesPerConnection: 0,
-};
+import { base, closedEvent, exchange, get, localPort, pingThrough, refusedWith, tunnel, until, withProxy } from "./_proxy.ts";
 
 test("hostAllowed matches exact names, subdomain wildcards (not the bare parent) and optional ports", () => {
   const hosts = ["api.example.com", "*.pypi.org:443", "Mixed.Case.test"];
@@ -68,67 +48,6 @@ test("decide resolves through the override and refuses a listed name that points
   assert.match((await decide("10.0.0.9", 443, config) as { denied: string }).denied, /not on the allowlist/);
   assert.deepEqual(await decide("10.0.0.9", 443, { ...config, addresses: ["10.0.0.9"] }), { address: "10.0.0.9" });
 });
-
-async function withProxy(
-  config: Partial<EgressProxyConfig>,
-  fn: (port: number, events: EgressEvent[], proxy: EgressProxy) => Promise<void>,
-): Promise<void> {
-  const events: EgressEvent[] = [];
-  const proxy = await startEgressProxy({ ...base, ...config }, (event) => events.push(event));
-  try {
-    await fn(proxy.port, events, proxy);
-  } finally {
-    await proxy.close();
-  }
-}
-
-/** Resolves once the proxy has reported a `closed` event (it follows the sockets' close). */
-function closedEvent(events: EgressEvent[]): Promise<EgressEvent> {
-  return new Promise((resolve) => {
-    const check = () => {
-      const closed = events.find((e) => e.event === "closed");
-      if (closed) resolve(closed);
-      else setTimeout(check, 10);
-    };
-    check();
-  });
-}
-
-function get(proxyPort: number, url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port: proxyPort, path: url, method: "GET" }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (chunk) => (body += chunk)).on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("error", reject).end();
-  });
-}
-
-/** Send a CONNECT and return the socket and the proxy's status line. */
-function tunnel(proxyPort: number, authority: string): Promise<{ socket: ReturnType<typeof connect>; status: string; rest: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(proxyPort, "127.0.0.1", () => socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
-    let seen = "";
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString("latin1");
-      const end = seen.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      socket.off("data", onData);
-      resolve({ socket, status: seen.slice(0, seen.indexOf("\r\n")), rest: seen.slice(end + 4) });
-    };
-    socket.on("data", onData).on("error", reject);
-  });
-}
-
-/** Tunnel to an echo server at `authority`, check that "ping" comes back, and return the tunnel. */
-async function pingThrough(proxyPort: number, authority: string): Promise<ReturnType<typeof connect>> {
-  const { socket, status } = await tunnel(proxyPort, authority);
-  assert.equal(status, "HTTP/1.1 200 Connection Established");
-  socket.write("ping");
-  const [reply] = await once(socket, "data");
-  assert.equal(reply.toString(), "ping");
-  return socket;
-}
 
 test("EgressProxy forwards an allowed absolute-form request, refuses another host with 403 and a denied event", async () => {
   const upstream = createServer((req, res) => res.end(`hello ${req.headers.host} ${req.url}`)).listen(0, "127.0.0.1");
@@ -273,31 +192,6 @@ test("decide looks up only the override's own names: a listed `constructor` is r
   if ("denied" in verdict) assert.match(verdict.denied, /^constructor (does not resolve|resolves to)/);
   else assert.equal(typeof verdict.address, "string");
 });
-
-/** Listen on an ephemeral port of 127.0.0.1 and return it. */
-async function localPort(server: { listen(port: number, host: string): unknown; address(): unknown; once(event: "listening", fn: () => void): unknown }): Promise<number> {
-  const listening = new Promise<void>((resolve) => server.once("listening", resolve));
-  server.listen(0, "127.0.0.1");
-  await listening;
-  return (server.address() as AddressInfo).port;
-}
-
-/** Resolves once `condition` holds, checking every 10 ms (the test's own timeout bounds it). */
-function until(condition: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    const check = () => (condition() ? resolve() : setTimeout(check, 10));
-    check();
-  });
-}
-
-/** Write `bytes` on a fresh connection to the proxy in one write; resolve with what came back once it closed. */
-function exchange(proxyPort: number, bytes: Buffer): Promise<Buffer> {
-  return new Promise((resolve) => {
-    const socket = connect(proxyPort, "127.0.0.1", () => socket.write(bytes));
-    const received: Buffer[] = [];
-    socket.on("data", (chunk: Buffer) => received.push(chunk)).on("error", () => {}).on("close", () => resolve(Buffer.concat(received)));
-  });
-}
 
 test("EgressProxy counts and forwards the bytes a guest sends in the same packet as its CONNECT under maxBytesPerConnection", async () => {
   let sunk = 0;
@@ -451,14 +345,6 @@ test("decide gives up a name lookup that does not answer within headersTimeoutMs
   assert.deepEqual(await decide("slow.test", 443, config, () => Promise.resolve(["93.184.216.34"])), { address: "93.184.216.34" });
 });
 
-/** Write `bytes` on a fresh connection and return what came back (once closed) and the denied events since. */
-async function refusedWith(proxyPort: number, events: EgressEvent[], bytes: string): Promise<{ answer: string; denied: EgressEvent[] }> {
-  const from = events.length;
-  const answer = (await exchange(proxyPort, Buffer.from(bytes, "latin1"))).toString("latin1");
-  await until(() => events.length > from);
-  return { answer, denied: events.slice(from) };
-}
-
 test("EgressProxy reports a denied event for every request it cannot parse or will not proxy, with the answer it sent", async () => {
   await withProxy({ hosts: ["a.test"] }, async (proxyPort, events) => {
     // Parse errors name the parser's code; which code a framing error gets differs between the
@@ -530,6 +416,37 @@ test("EgressProxy refuses a request whose Connection field names a framing heade
         }]);
       }
       assert.equal(reached, 0);
+    });
+  } finally {
+    upstream.close();
+  }
+});
+
+test("EgressProxy refuses a request body whose Transfer-Encoding is not exactly chunked with 501 and a denied event, and forwards a chunked one", async () => {
+  const bodies: string[] = [];
+  const upstream = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("latin1").on("data", (chunk: string) => (body += chunk)).on("end", () => {
+      bodies.push(`${req.headers["transfer-encoding"]} ${body}`);
+      res.end("ok");
+    });
+  });
+  const port = await localPort(upstream);
+  try {
+    await withProxy({ hosts: ["up.test"], resolve: { "up.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"] }, async (proxyPort, events) => {
+      const post = (te: string) => `POST http://up.test:${port}/ HTTP/1.1\r\nHost: up.test:${port}\r\nTransfer-Encoding: ${te}\r\n\r\n5\r\nhello\r\n0\r\n\r\n`;
+      for (const te of ["xchunked", "gzip", "gzip, chunked"]) {
+        const { answer, denied } = await refusedWith(proxyPort, events, post(te));
+        const reason = `the Transfer-Encoding field is "${te}", not chunked alone, the only transfer coding the proxy frames a request body by: send it with Content-Length or Transfer-Encoding: chunked`;
+        assert.ok(answer.startsWith("HTTP/1.1 501 Not Implemented\r\n"), `${te}: ${answer}`);
+        assert.ok(answer.includes(`\r\negress proxy: ${reason}\n`), `${te}: ${answer}`);
+        assert.deepEqual(denied, [{ event: "denied", host: "up.test", port, reason }], te);
+      }
+      assert.deepEqual(bodies, []);
+      // Chunked alone (any case) is framed and forwarded.
+      const answer = (await exchange(proxyPort, Buffer.from(post("Chunked")))).toString("latin1");
+      assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/u);
+      assert.deepEqual(bodies, ["Chunked hello"]);
     });
   } finally {
     upstream.close();
