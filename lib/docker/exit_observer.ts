@@ -146,7 +146,11 @@ async function observe(
       if (host.stopping.aborted) continue;
       if (!state.Running && state.ExitCode !== null) return Object.freeze({ kind: "exited", code: state.ExitCode });
     } catch (error) {
-      if (isNotFound(error)) return unavailable;
+      if (isNotFound(error)) {
+        forgotten(host);
+        if (host.stopping.aborted) continue;
+        return unavailable;
+      }
       // A transient Engine failure is tried again below; one that lasts the cleanup deadline
       // (the Engine is gone) stops the sandbox, so the receipt settles `unavailable`.
       unansweredSince ??= sentAt;
@@ -169,7 +173,11 @@ async function observe(
           host.stopFor(new SandboxStoppedError("Cannot continue: the keeper container exited")).catch(() => {});
         }
       } catch (error) {
-        if (isNotFound(error)) return unavailable;
+        if (isNotFound(error)) {
+          forgotten(host);
+          if (host.stopping.aborted) continue;
+          return unavailable;
+        }
       }
     }
     if (endedBefore) await wait(endedStreamPollMs(poll), [stopping]);
@@ -178,4 +186,16 @@ async function observe(
       await wait(OPEN_STREAM_POLL_MS, [stopping, streamEnded]);
     }
   }
+}
+
+/**
+ * The Engine no longer knows the exec or the keeper (404): compute is gone from under the
+ * sandbox, which stops (if it is not stopping already), so the receipt settles `unavailable`
+ * with the sandbox no longer `running`.
+ */
+function forgotten(host: ExitObserverHost): void {
+  if (host.stopping.aborted) return;
+  host.stopFor(
+    new SandboxStoppedError("Cannot continue: the Engine no longer knows the keeper or the process's exec (the keeper was removed from outside, or the Engine restarted)"),
+  ).catch(() => {});
 }
