@@ -8,6 +8,7 @@
  */
 import { lstat, realpath } from "node:fs/promises";
 import type { Stats } from "node:fs";
+import { dirname, join, relative } from "node:path";
 
 /** One verdict of {@linkcode inspectDirectory}. */
 export type DirectoryVerdict =
@@ -18,7 +19,8 @@ export type DirectoryVerdict =
 
 /**
  * Inspect `path` without following a final symbolic link; a link (or a link on the way) is
- * `not-canonical` with the real path it resolves to.
+ * `not-canonical` with the real path it resolves to. A missing path is `missing` only when
+ * its nearest existing ancestor is canonical (so creating it never goes through a link).
  *
  * @param path an absolute, lexically canonical path
  * @throws the file system's (or Deno's) refusal to read it, other than `ENOENT`
@@ -28,7 +30,7 @@ export async function inspectDirectory(path: string): Promise<DirectoryVerdict> 
   try {
     stat = await lstat(path);
   } catch (cause) {
-    if ((cause as { code?: unknown }).code === "ENOENT") return { kind: "missing" };
+    if ((cause as { code?: unknown }).code === "ENOENT") return await missing(path);
     throw cause;
   }
   if (!stat.isDirectory() && !stat.isSymbolicLink()) return { kind: "not-directory" };
@@ -45,4 +47,18 @@ export async function inspectDirectory(path: string): Promise<DirectoryVerdict> 
     return target.isDirectory() ? { kind: "not-canonical", real } : { kind: "not-directory" };
   }
   return { kind: "directory", stat };
+}
+
+/** A missing `path`: `missing`, or `not-canonical` when an existing ancestor is reached through a link. */
+async function missing(path: string): Promise<DirectoryVerdict> {
+  for (let ancestor = dirname(path); ; ancestor = dirname(ancestor)) {
+    let real: string;
+    try {
+      real = await realpath(ancestor);
+    } catch (cause) {
+      if ((cause as { code?: unknown }).code === "ENOENT" && ancestor !== "/") continue;
+      throw cause;
+    }
+    return real === ancestor ? { kind: "missing" } : { kind: "not-canonical", real: join(real, relative(ancestor, path)) };
+  }
 }
