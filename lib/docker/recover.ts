@@ -32,7 +32,7 @@ import {
   RECOVERY_SCHEMA,
   recoveryRecordSchema,
 } from "./recovery_record.ts";
-import { lockHolder, type RecoveryLocks, type RecoveryLockState } from "./recovery_lock.ts";
+import { lockHolder, portLocks, type RecoveryLockState } from "./recovery_lock.ts";
 import { isOwned, type ObservedResource, ownershipDefects, REMOVAL_ORDER, removeAllRecorded, resolveByName, RESOURCE_TABLE } from "./resources.ts";
 import { asSandboxError } from "./_engine_errors.ts";
 
@@ -145,13 +145,6 @@ function conflict(reason: string): SandboxConflictError {
   return new SandboxConflictError(`Cannot ${ACTION}: ${reason}; nothing was touched, keep the record`);
 }
 
-/** The port's controller locks, when it keeps them. */
-function locksOf(port: SandboxRecoveryPort): RecoveryLocks | undefined {
-  const locks = (port as { locks?: Partial<RecoveryLocks> }).locks;
-  const complete = typeof locks?.inspect === "function" && typeof locks.claim === "function" && typeof locks.release === "function";
-  return complete ? locks as RecoveryLocks : undefined;
-}
-
 /** Why `lock` stops a recovery without `force`; `undefined` when it does not. */
 function lockRefusal(reservationId: string, lock: RecoveryLockState): Error | undefined {
   if (lock.kind === "unchecked") return lock.error;
@@ -253,7 +246,7 @@ export async function recoverSandbox(
   const timeoutMs = options.timeoutMs ?? 30_000;
   const call = { timeoutMs, signal: options.signal };
   const force = options.force === true;
-  const locks = locksOf(port);
+  const locks = portLocks(port);
   const lock = locks ? await locks.inspect(record.reservationId) : undefined;
   const refusal = lock && !force ? lockRefusal(record.reservationId, lock) : undefined;
   if (refusal) throw refusal;

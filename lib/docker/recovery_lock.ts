@@ -91,6 +91,16 @@ export interface RecoveryLocks {
   release(reservationId: string): Promise<void>;
 }
 
+/**
+ * The controller locks of `port`, when it keeps them (a `locks` object with `inspect`,
+ * `claim` and `release`); `undefined` for a port without.
+ */
+export function portLocks(port: object): RecoveryLocks | undefined {
+  const locks = (port as { locks?: Partial<RecoveryLocks> }).locks;
+  const complete = typeof locks?.inspect === "function" && typeof locks.claim === "function" && typeof locks.release === "function";
+  return complete ? locks as RecoveryLocks : undefined;
+}
+
 /** Largest lock file read, bytes (ours are about 150). */
 const MAX_LOCK_BYTES = 4096;
 /** Linux's largest pid (`pid_max` ≤ 2^22). */

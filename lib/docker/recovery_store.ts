@@ -11,8 +11,9 @@
  * Controller locks (`recovery_lock.ts`): before writing a record, `record()` takes the lock
  * `<reservationId>.lock` for this process, and it drops the lock after writing a record that
  * holds nothing (every resource `planned` or `removed`: the sandbox was destroyed, or its
- * start undone); `remove()` drops it too. So a record that names live resources is locked by
- * its writer for as long as that process runs, and `list()` and `backend.recover()` refuse it.
+ * start undone); a start that fails drops it (the backend calls `locks.release()`), and so
+ * does `remove()`. So a record that names live resources is locked by its writer for as long
+ * as that process runs and the sandbox lives, and `list()` and `backend.recover()` refuse it.
  *
  * @module
  */

@@ -10,7 +10,8 @@ import process from "node:process";
 import { test } from "node:test";
 import { ownLockOwner } from "../../../lib/docker/recovery_lock.ts";
 import { createFileRecoveryStore, type FileRecoveryStore } from "../../../lib/docker/recovery_store.ts";
-import { SandboxConflictError } from "../../../lib/sandbox/errors.ts";
+import { SandboxConflictError, SandboxError } from "../../../lib/sandbox/errors.ts";
+import { admittingEngine, backendOn, policy, withSpill } from "../docker/_start_engine.ts";
 
 const id = "e".repeat(32);
 const holding = { schema: "s.v2", reservationId: id, resources: { volume: { name: "v", state: "creating" } } };
@@ -158,4 +159,23 @@ test("RecoveryLocks that are not lock files of ours (garbage, a symbolic link) a
     await store.remove(id);
     assert.deepEqual(await readdir(store.directory), []);
   });
+});
+
+test("DockerSandboxReservation.start that fails releases the store's controller lock and leaves the record for recovery", async () => {
+  // The volume create's reply is lost and its name stays absent: the record keeps it `creating`.
+  const engine = await admittingEngine((target) => (target.includes("/volumes/create") ? "" : undefined));
+  try {
+    await withSpill(async (spill) => {
+      await withStore(async (store) => {
+        const reservation = backendOn(engine.socketPath, spill).reserve({ policy }, store);
+        await assert.rejects(reservation.start(), (error) => error instanceof SandboxError && /whether the volume was created is unknown/.test(error.message));
+        const [entry] = await store.list();
+        assert.equal(entry.kind, "record", "this start is over: its record is handed out for recovery");
+        assert.equal(entry.kind === "record" && (entry.record.resources as { volume: { state: string } }).volume.state, "creating");
+        assert.deepEqual(await store.locks.inspect(reservation.id), { kind: "absent" });
+      });
+    });
+  } finally {
+    await engine.close();
+  }
 });
