@@ -21,7 +21,8 @@
  *
  * Deno asks for `--allow-all` to read anything under `/proc`. Without it a writer records
  * its start time and boot as `null` (and is then told apart by pid alone), and checking
- * another process's lock fails with a `SandboxConfigurationError` naming the flag.
+ * another process's lock needs `--allow-run` (`process.kill(pid, 0)`); without that the lock
+ * is `unchecked`, with a `SandboxConfigurationError` naming the flag.
  *
  * @module
  */
@@ -284,7 +285,7 @@ export function directoryLocks(directory: string): RecoveryLocks {
     const denial = denoPermissionDenial(cause);
     const reason = denial ? denialReason(denial) : String((cause as { code?: unknown }).code ?? cause);
     return new SandboxConfigurationError(
-      `Cannot check the controller lock of record ${reservationId}: whether pid ${pid} still runs is unknown (${reason}); or pass { force: true } to recover() once that controller is stopped`,
+      `Cannot check the controller lock of record ${reservationId}: whether pid ${pid} still runs is unknown: ${reason}, or pass { force: true } to recover() once that controller is stopped`,
       { cause },
     );
   };

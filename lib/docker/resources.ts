@@ -70,7 +70,7 @@ function containerEntry(imageOf: (record: DockerSandboxRecoveryRecord) => string
         const imageDigest = imageOf(record);
         const mismatches: string[] = [];
         if (found.Image !== imageDigest) mismatches.push(`image is ${found.Image}`);
-        if (found.Config.User !== `${user.uid}:${user.gid}`) mismatches.push(`user is ${found.Config.User}`);
+        if (found.Config.User !== `${user.uid}:${user.gid}`) mismatches.push(`user is ${JSON.stringify(found.Config.User)}`);
         return { id: found.Id, name: found.Name.replace(/^\//u, ""), labels: found.Config.Labels ?? {}, mismatches };
       } catch (error) {
         if (isNotFound(error)) return undefined;
