@@ -95,6 +95,24 @@ export async function assertNothingLeft(engine: DockerEngine, record: DockerSand
 }
 
 /**
+ * Remove every resource the record names, by exact name, ignoring what is already gone: the
+ * `finally` of a test that may fail before its recovery removed them.
+ */
+export async function removeNamed(engine: DockerEngine, record: DockerSandboxRecoveryRecord): Promise<void> {
+  const { names } = record.identity;
+  const paths = [
+    ...[names.keeper, names.accessor, names.proxy].flatMap((name) => name ? [`/containers/${name}`] : []),
+    ...[names.network, names.egress].flatMap((name) => name ? [`/networks/${name}`] : []),
+    `/volumes/${names.volume}`,
+  ];
+  for (const path of paths) {
+    await engine.request("DELETE", path, { query: path.startsWith("/containers/") ? { force: true } : undefined }).catch((error) => {
+      if (!(error instanceof DockerEngineError && error.code === "not_found")) throw error;
+    });
+  }
+}
+
+/**
  * Run the child host program (`_controller_child.ts`) of `world` until it dies; it must die
  * by SIGKILL at `killAt`. `env` adds settings (`AGENTCELL_CHILD_PROXY_IMAGE`).
  */

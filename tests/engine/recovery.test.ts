@@ -16,6 +16,7 @@ import { busyboxImage, engineTest, eventually } from "./_engine.ts";
 import {
   assertNothingLeft,
   onlyRecord,
+  removeNamed,
   runChild as runChildWith,
   startLiveController,
   storedRecord,
@@ -225,15 +226,15 @@ engineTest("DockerSandboxBackend.recover removes what is provably the record's w
   await withWorld(async (world) => {
     await runChild(world, "record:3");
     const record = await onlyRecord(world.store);
-    assert.deepEqual([record.resources.volume?.state, record.resources.keeper?.state], ["created", "planned"], "killed after the volume was created");
-    // Someone else creates a container under the keeper's exact name, without our labels.
-    const squatter = await engine.request("POST", "/containers/create", {
-      query: { name: record.identity.names.keeper },
-      json: { Image: busyboxImage, Cmd: ["true"] },
-      expect: [201],
-      schema: z.looseObject({ Id: z.string() }),
-    });
     try {
+      assert.deepEqual([record.resources.volume?.state, record.resources.keeper?.state], ["created", "planned"], "killed after the volume was created");
+      // Someone else creates a container under the keeper's exact name, without our labels.
+      const squatter = await engine.request("POST", "/containers/create", {
+        query: { name: record.identity.names.keeper },
+        json: { Image: busyboxImage, Cmd: ["true"] },
+        expect: [201],
+        schema: z.looseObject({ Id: z.string() }),
+      });
       const recovery = await world.backend.recover(record, world.store);
       assert.deepEqual(recovery.owned, [{ role: "volume", id: record.identity.names.volume }]);
       assert.deepEqual(recovery.squatted.map(({ role, name, id }) => ({ role, name, id })), [{ role: "keeper", name: record.identity.names.keeper, id: squatter.value.Id }]);
@@ -246,33 +247,33 @@ engineTest("DockerSandboxBackend.recover removes what is provably the record's w
       assert.deepEqual([kept.resources.volume?.state, kept.resources.keeper?.state], ["removed", "planned"], "the record is kept");
       // While the squatter exists, every later recovery says the same and touches nothing else.
       assert.deepEqual(await reclaim(world), { complete: 0, uncertain: 1 });
-    } finally {
       await engine.request("DELETE", `/containers/${squatter.value.Id}`, { query: { force: true }, expect: [204] });
+      assert.deepEqual(await reclaim(world), { complete: 1, uncertain: 0 }, "the squatter is gone: a later cleanup finishes");
+      await assertNothingLeft(engine, record);
+      assert.deepEqual(await world.store.list(), []);
+    } finally {
+      // What a failure may have left: the squatter (under the keeper's name) and ours.
+      await removeNamed(engine, record);
     }
-    assert.deepEqual(await reclaim(world), { complete: 1, uncertain: 0 }, "the squatter is gone: a later cleanup finishes");
-    await assertNothingLeft(engine, record);
-    assert.deepEqual(await world.store.list(), []);
   });
 });
 
 engineTest("DockerSandboxBackend.recover refuses a record whose controller still runs in another process, touches nothing, and recovers it once that controller was killed", async (engine) => {
   await withWorld(async (world) => {
     const controller = await startLiveController(world, policy);
-    let record: DockerSandboxRecoveryRecord;
+    let record: DockerSandboxRecoveryRecord | undefined;
     try {
-      const listed = await world.store.list();
-      assert.equal(listed.length, 1);
-      const [entry] = listed;
+      record = (await storedRecord(world.store)).record;
+      const { reservationId } = record;
+      const [entry] = await world.store.list();
       assert.equal(entry.kind, "locked", "list() does not hand out a live controller's record");
       assert.ok(entry.kind === "locked" && entry.owner.pid === controller.pid && entry.error instanceof SandboxConflictError);
-      record = entry.record as unknown as DockerSandboxRecoveryRecord;
-      const keeperId = record.resources.keeper!.id!;
       await assert.rejects(world.backend.recover(record, world.store), (error) => {
         assert.ok(error instanceof SandboxConflictError && error.code === "conflict", String(error));
         assert.match(
           error.message,
           new RegExp(
-            `^Cannot recover sandbox: record ${record.reservationId} is locked by its controller \\(pid ${controller.pid}, started at tick \\d+ after boot\\), which still runs: ` +
+            `^Cannot recover sandbox: record ${reservationId} is locked by its controller \\(pid ${controller.pid}, started at tick \\d+ after boot\\), which still runs: ` +
               "stop that controller first \\(or let it destroy its sandbox\\), or pass \\{ force: true \\} to recover\\(\\) to take the record over anyway; nothing was touched, keep the record$",
             "u",
           ),
@@ -280,21 +281,23 @@ engineTest("DockerSandboxBackend.recover refuses a record whose controller still
         return true;
       });
       // Nothing was touched: compute runs on, the volume is there, the record is as it was.
-      const keeper = await engine.request("GET", `/containers/${keeperId}/json`, { schema: keeperState });
+      const keeper = await engine.request("GET", `/containers/${record.resources.keeper!.id!}/json`, { schema: keeperState });
       assert.equal(keeper.value.State.Running, true);
       await engine.request("GET", `/volumes/${record.identity.names.volume}`);
       assert.deepEqual((await storedRecord(world.store)).record, record);
+      // The controller dies by SIGKILL: its lock is stale, taken over and reported.
+      await controller.kill();
+      const recovery = await world.backend.recover(record, world.store);
+      assert.equal(recovery.lock?.kind, "stale");
+      assert.ok(recovery.lock?.kind === "stale" && recovery.lock.reason === "exited" && recovery.lock.owner?.pid === controller.pid, JSON.stringify(recovery.lock));
+      assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
+      await assertNothingLeft(engine, record);
+      await world.store.remove(reservationId);
+      assert.deepEqual(await readdir(world.store.directory), [], "neither the record nor its lock remains");
     } finally {
       await controller.kill();
+      if (record) await removeNamed(engine, record);
     }
-    // The controller died by SIGKILL: its lock is stale, taken over and reported.
-    const recovery = await world.backend.recover(record, world.store);
-    assert.equal(recovery.lock?.kind, "stale");
-    assert.ok(recovery.lock?.kind === "stale" && recovery.lock.reason === "exited" && recovery.lock.owner?.pid === controller.pid, JSON.stringify(recovery.lock));
-    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
-    await assertNothingLeft(engine, record);
-    await world.store.remove(record.reservationId);
-    assert.deepEqual(await readdir(world.store.directory), [], "neither the record nor its lock remains");
   });
 });
 
