@@ -96,7 +96,9 @@ export {
   type DockerSandboxCleanupReport,
   type DockerSandboxRecoverOptions,
   type DockerSandboxRecovery,
+  type DockerSandboxSquattedName,
 } from "./lib/docker/recover.ts";
+export type { RecoveryLockOwner, RecoveryLocks, RecoveryLockState } from "./lib/docker/recovery_lock.ts";
 export { GUEST_DEADLINE_GRACE_MS } from "./lib/docker/controller_lease.ts";
 export { createFileRecoveryStore, type FileRecoveryStore, type StoredRecoveryRecord } from "./lib/docker/recovery_store.ts";
 export {

@@ -3,14 +3,15 @@
  * the same backend configuration and record directory the crashed program used. It lists
  * the file recovery store, recovers cleanup ownership of each record, removes exactly the
  * resources the record names, and drops the records whose cleanup completed. Records whose
- * create outcome is still unknown stay for the next run.
+ * create outcome is still unknown, or one of whose names someone else holds, stay for the
+ * next run.
  *
  *   AGENTCELL_ENGINE=unix:///run/agentcell-test-engine/docker.sock \
  *   AGENTCELL_IMAGE=sha256:… AGENTCELL_RECORDS=/var/lib/my-app/sandbox-records \
  *   AGENTCELL_SPILL=/var/lib/my-app/spill node examples/reclaim.ts
  *
- * Run it only while no other program uses that record directory: recovery assumes the
- * controller that wrote a record and its operations are over.
+ * A record whose controller still runs is `locked` (the store's controller lock names its
+ * pid) and left alone: recovery assumes the controller that wrote a record is gone.
  */
 import process from "node:process";
 import { createDockerSandboxBackend, createFileRecoveryStore, SandboxError } from "../mod.ts";
@@ -32,6 +33,12 @@ for (const entry of await store.list()) {
     refused += 1;
     continue;
   }
+  if (entry.kind === "locked") {
+    // Its controller (entry.owner.pid) still runs: stop it first, or recover with { force: true }.
+    console.error(`kept ${entry.reservationId}: ${entry.error.message}`);
+    refused += 1;
+    continue;
+  }
   try {
     const recovery = await backend.recover(entry.record, store);
     const report = await recovery.cleanup(); // persists each step through the store
@@ -41,11 +48,15 @@ for (const entry of await store.list()) {
       console.log(`reclaimed ${entry.reservationId}: removed ${recovery.owned.map((o) => o.role).join(", ") || "nothing left"}`);
     } else {
       pending += 1;
-      console.log(`kept ${entry.reservationId}: the outcome of creating ${report.uncertain.join(", ")} is still unknown`);
+      const why = [
+        ...report.uncertain.map((role) => `the outcome of creating the ${role} is still unknown`),
+        ...report.squatted.map((name) => `${name.name} is held by ${name.id}, which is not ours (${name.reason})`),
+      ];
+      console.log(`kept ${entry.reservationId}: ${why.join("; ")}`);
     }
   } catch (error) {
-    // A conflict (another backend configuration or daemon, or a name someone else holds)
-    // touched nothing: keep the record and look at it.
+    // A conflict (another backend configuration or daemon, a controller that took the
+    // record's lock meanwhile) touched nothing: keep the record and look at it.
     if (!(error instanceof SandboxError)) throw error;
     refused += 1;
     console.error(`kept ${entry.reservationId}: [${error.code}] ${error.message}`);

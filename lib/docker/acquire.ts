@@ -26,6 +26,7 @@ import { combinedLease, type ControllerLease, startControllerLease, startProxyLe
 import type { DockerSandboxBackendSettings } from "./config.ts";
 import { admitImage } from "./image_admission.ts";
 import { labelsMatch, resourceLabels, type SandboxResourceNames, type SandboxResourceRole } from "./names.ts";
+import { portLocks } from "./recovery_lock.ts";
 import { RecoveryLog } from "./recovery_log.ts";
 import {
   backendRevision,
@@ -304,6 +305,9 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     if (log === undefined) throw failure;
     log.bound(() => ({ timeoutMs: cleanupMs }));
     const report = await removeAllRecorded(engine, log, { timeoutMs: cleanupMs });
+    // This start is over (a reservation starts once): its record, if it still names
+    // something, is for recovery now, so this process no longer holds its controller lock.
+    await portLocks(context.recovery)?.release(reservationId).catch(() => {});
     if (report.failures.length > 0) {
       throw rephrased(
         failure,

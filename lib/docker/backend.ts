@@ -42,14 +42,18 @@ export interface DockerSandboxBackend extends SandboxBackend {
    * backend before any Engine access, repeats daemon admission, reconciles each resource by
    * exact name, labels and fingerprint, and returns a handle whose `cleanup()` removes
    * exactly those resources by ID (persisting each step through `recovery`). Call it only
-   * once the previous controller and its operations are over.
+   * once the previous controller and its operations are over: a port that keeps controller
+   * locks (the file store) refuses a record whose controller still runs unless `force`.
+   * Names someone else holds are left alone and reported (`squatted`).
    *
    * @param record a record as the port received it (for example from `FileRecoveryStore.list()`)
    * @param recovery where cleanup persists the record's progress (usually the same store)
-   * @param options deadlines, signal, settling of uncertain creates
+   * @param options deadlines, signal, settling of uncertain creates, `force`
    * @throws {SandboxConflictError} for another schema version, backend configuration or
-   *   daemon, or a never-created resource whose name someone else holds (nothing touched)
-   * @throws {SandboxConfigurationError} for a malformed record
+   *   daemon, a recorded ID that is not this record's, or a record whose controller lock
+   *   names a process that still runs (without `force`; nothing touched)
+   * @throws {SandboxConfigurationError} for a malformed record, or a lock whose process
+   *   cannot be checked (Deno without `--allow-all`; without `force`)
    * @throws {SandboxEngineError} / {SandboxDeadlineError} when the Engine fails or is slow
    */
   recover(record: SandboxRecoveryRecord, recovery: SandboxRecoveryPort, options?: DockerSandboxRecoverOptions): Promise<DockerSandboxRecovery>;

@@ -8,15 +8,24 @@
  * `fsync`ed, so after `record()` resolves either the new or the old record is on disk, never
  * a torn one.
  *
+ * Controller locks (`recovery_lock.ts`): before writing a record, `record()` takes the lock
+ * `<reservationId>.lock` for this process, and it drops the lock after writing a record that
+ * holds nothing (every resource `planned` or `removed`: the sandbox was destroyed, or its
+ * start undone); a start that fails drops it (the backend calls `locks.release()`), and so
+ * does `remove()`. So a record that names live resources is locked by its writer for as long
+ * as that process runs and the sandbox lives, and `list()` and `backend.recover()` refuse it.
+ *
  * @module
  */
 import { constants } from "node:fs";
 import { lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "../sandbox/backend.ts";
-import { SandboxConfigurationError } from "../sandbox/errors.ts";
+import { SandboxConfigurationError, SandboxConflictError } from "../sandbox/errors.ts";
 import { denialOfDirectory, denialReason, denoPermissionDenial } from "../sandbox/_deno_permission.ts";
 import { canonicalPathDefect } from "./config.ts";
+import { inspectDirectory } from "./_directory_check.ts";
+import { directoryLocks, lockHolder, type RecoveryLockOwner, type RecoveryLocks } from "./recovery_lock.ts";
 import { MAX_RECOVERY_RECORD_BYTES } from "./recovery_record.ts";
 
 /** One file of a {@linkcode FileRecoveryStore}, as `list()` reports it. */
@@ -30,6 +39,27 @@ export type StoredRecoveryRecord =
     readonly record: SandboxRecoveryRecord;
     /** Absolute path of the file. */
     readonly file: string;
+  }
+  | {
+    /**
+     * A record whose controller lock names a process that still runs (another one, or this
+     * one): `backend.recover()` refuses it unless `{ force: true }`.
+     */
+    readonly kind: "locked";
+    /** Reservation ID (the file name without `.json`). */
+    readonly reservationId: string;
+    /** The record, verbatim. */
+    readonly record: SandboxRecoveryRecord;
+    /** Absolute path of the file. */
+    readonly file: string;
+    /** The process the lock names. */
+    readonly owner: RecoveryLockOwner;
+    /**
+     * Why it is not handed out: a `SandboxConflictError` (`conflict`) naming the pid and the
+     * fix, or a `SandboxConfigurationError` when whether that process runs cannot be checked
+     * (Deno without `--allow-all`).
+     */
+    readonly error: SandboxConflictError | SandboxConfigurationError;
   }
   | {
     /** A file that could not be read as a record: never silently skipped. */
@@ -46,22 +76,29 @@ export type StoredRecoveryRecord =
 export interface FileRecoveryStore extends SandboxRecoveryPort {
   /** The store's directory (absolute). */
   readonly directory: string;
+  /** The records' controller locks (`<reservationId>.lock`); `backend.recover()` uses them. */
+  readonly locks: RecoveryLocks;
   /**
-   * Durably replace the record of `record.reservationId` (see the module doc).
+   * Durably replace the record of `record.reservationId` (see the module doc), holding its
+   * controller lock while the record holds resources.
    *
    * @throws {SandboxConfigurationError} when the record has no 32-hex `reservationId` or
    *   its JSON exceeds `MAX_RECOVERY_RECORD_BYTES` (64 KiB)
+   * @throws {SandboxConflictError} when another process that still runs holds the record's
+   *   lock (a recovery took it over with `force`): nothing is written
    * @throws {Error} the file system's error (the previous record stays)
    */
   record(record: SandboxRecoveryRecord): Promise<void>;
   /**
    * Every stored record, sorted by reservation ID; unreadable files are reported as
-   * `corrupt` entries. Leftover temporary files of an interrupted write are ignored (the
-   * rename never happened, so the previous record is the latest).
+   * `corrupt` entries, records whose lock names a running process as `locked`. Leftover
+   * temporary files of an interrupted write are ignored (the rename never happened, so the
+   * previous record is the latest).
    */
   list(): Promise<StoredRecoveryRecord[]>;
   /**
-   * Remove the record of `reservationId` (after its cleanup completed); a missing file is done.
+   * Remove the record of `reservationId` (after its cleanup completed) and its lock when
+   * that is this process's or stale; a missing file is done.
    *
    * @throws {SandboxConfigurationError} when `reservationId` is not 32 lowercase hex digits
    */
@@ -79,6 +116,19 @@ function reservationOf(record: SandboxRecoveryRecord): string {
   return id;
 }
 
+/**
+ * Whether a record may name resources that exist: any resource not `planned` or `removed`,
+ * or a record of another shape (presumed to hold something).
+ */
+function holdsResources(record: SandboxRecoveryRecord): boolean {
+  const resources = (record as { resources?: unknown }).resources;
+  if (typeof resources !== "object" || resources === null) return true;
+  return Object.values(resources).some((entry) => {
+    const state = (entry as { state?: unknown } | null)?.state;
+    return state !== "planned" && state !== "removed";
+  });
+}
+
 async function syncDirectory(directory: string): Promise<void> {
   const handle = await open(directory, "r");
   try {
@@ -90,12 +140,16 @@ async function syncDirectory(directory: string): Promise<void> {
 
 /**
  * Create a file-backed recovery store in `directory` (created with mode 0700 if missing).
- * The directory should be private to the host program: anyone who can write it can hand
- * recovery a record (which recovery still checks against the backend and the labels).
+ * The directory must be private to the host program: anyone who can write it can hand
+ * recovery a record (which recovery still checks against the backend and the labels), so
+ * one that is group- or world-writable is refused, and so is a path through a symbolic link.
  *
- * @param directory absolute, canonical path
+ * @param directory absolute, canonical path (on disk too: no symbolic link on the way)
  * @returns the store; pass it to `backend.reserve()` as the recovery port
- * @throws {SandboxConfigurationError} when `directory` is not absolute and canonical
+ * @throws {SandboxConfigurationError} when `directory` is not absolute and canonical, is
+ *   reached through a symbolic link (the message names its real path), is not a directory,
+ *   or is writable by its group or others (the message says `chmod 700`); when Deno denies
+ *   reading or writing it (the message names the flag)
  *
  * @example
  * ```ts ignore
@@ -119,15 +173,54 @@ export async function createFileRecoveryStore(directory: string): Promise<FileRe
     if (!denial) throw error;
     throw new SandboxConfigurationError(`Cannot ${action}: ${denialReason(denialOfDirectory(denial, directory))}`, { cause: error });
   };
-  await mkdir(directory, { recursive: true, mode: 0o700 }).catch(denied("open the recovery store"));
+  const refuse = (reason: string): never => {
+    throw new SandboxConfigurationError(`Cannot open the recovery store: directory ${directory} ${reason}`);
+  };
+  let verdict = await inspectDirectory(directory).catch(denied("open the recovery store"));
+  if (verdict.kind === "missing") {
+    await mkdir(directory, { recursive: true, mode: 0o700 }).catch(denied("open the recovery store"));
+    verdict = await inspectDirectory(directory).catch(denied("open the recovery store"));
+  }
+  if (verdict.kind === "missing" || verdict.kind === "not-directory") return refuse("is not a directory: pass the path of a directory (or of none, to create it)");
+  if (verdict.kind === "not-canonical") return refuse(`is not canonical on disk (resolves to ${verdict.real}): pass ${verdict.real}`);
+  const mode = verdict.stat.mode & 0o7777;
+  if ((mode & 0o022) !== 0) {
+    return refuse(
+      `is writable by its group or others (mode ${mode.toString(8).padStart(4, "0")}), so anyone could plant a record that recovery acts on: chmod 700 ${directory}`,
+    );
+  }
+  const locks = directoryLocks(directory);
+  // A record whose lock names a running process is handed out as `locked`, never as a record.
+  const lockedOr = async (entry: Extract<StoredRecoveryRecord, { kind: "record" }>): Promise<StoredRecoveryRecord> => {
+    const lock = await locks.inspect(entry.reservationId);
+    if (lock.kind === "unchecked") return { ...entry, kind: "locked", owner: lock.owner, error: lock.error };
+    if (lock.kind !== "live" && lock.kind !== "own") return entry;
+    const error = new SandboxConflictError(
+      `Cannot recover record ${entry.reservationId}: it is locked by its controller (${
+        lockHolder(lock)
+      }), which still runs: stop that controller first, or pass { force: true } to backend.recover()`,
+    );
+    return { ...entry, kind: "locked", owner: lock.owner, error };
+  };
   return Object.freeze({
     directory,
+    locks,
     async record(record: SandboxRecoveryRecord): Promise<void> {
       const id = reservationOf(record);
       const bytes = new TextEncoder().encode(JSON.stringify(record));
       if (bytes.byteLength > MAX_RECOVERY_RECORD_BYTES) {
         throw new SandboxConfigurationError(
           `Cannot store the recovery record: it has ${bytes.byteLength} bytes of JSON, more than ${MAX_RECOVERY_RECORD_BYTES}`,
+        );
+      }
+      // The lock first, so a record that names resources is never on disk unlocked.
+      const lock = await locks.claim(id).catch(denied("store the recovery record"));
+      if (lock.kind === "unchecked") throw lock.error;
+      if (lock.kind === "live") {
+        throw new SandboxConflictError(
+          `Cannot store the recovery record: record ${id} is locked by another process that still runs (${
+            lockHolder(lock)
+          }; a recovery took it over with force): nothing was written; stop that process before this one writes the record again`,
         );
       }
       const temporary = join(directory, `.${id}.${crypto.randomUUID()}.tmp`);
@@ -143,6 +236,7 @@ export async function createFileRecoveryStore(directory: string): Promise<FileRe
       await handle.close();
       await rename(temporary, join(directory, `${id}.json`));
       await syncDirectory(directory);
+      if (!holdsResources(record)) await locks.release(id);
     },
     async list(): Promise<StoredRecoveryRecord[]> {
       const out: StoredRecoveryRecord[] = [];
@@ -180,7 +274,7 @@ export async function createFileRecoveryStore(directory: string): Promise<FileRe
           } else if ((record as { reservationId?: unknown }).reservationId !== match[1]) {
             out.push(corrupt("its reservationId does not match its file name"));
           } else {
-            out.push({ kind: "record", reservationId: match[1], record, file });
+            out.push(await lockedOr({ kind: "record", reservationId: match[1], record, file }));
           }
         } catch (error) {
           out.push(corrupt(error instanceof Error ? error.message : String(error), error));
@@ -194,6 +288,7 @@ export async function createFileRecoveryStore(directory: string): Promise<FileRe
       }
       await rm(join(directory, `${reservationId}.json`), { force: true });
       await syncDirectory(directory);
+      await locks.release(reservationId);
     },
   });
 }

@@ -70,7 +70,7 @@ function containerEntry(imageOf: (record: DockerSandboxRecoveryRecord) => string
         const imageDigest = imageOf(record);
         const mismatches: string[] = [];
         if (found.Image !== imageDigest) mismatches.push(`image is ${found.Image}`);
-        if (found.Config.User !== `${user.uid}:${user.gid}`) mismatches.push(`user is ${found.Config.User}`);
+        if (found.Config.User !== `${user.uid}:${user.gid}`) mismatches.push(`user is ${JSON.stringify(found.Config.User)}`);
         return { id: found.Id, name: found.Name.replace(/^\//u, ""), labels: found.Config.Labels ?? {}, mismatches };
       } catch (error) {
         if (isNotFound(error)) return undefined;
@@ -140,28 +140,42 @@ export const RESOURCE_TABLE: Readonly<Record<SandboxResourceRole, ResourceRoleEn
 /** Roles in removal order: containers before the networks before the volume. */
 export const REMOVAL_ORDER: readonly SandboxResourceRole[] = Object.freeze(["keeper", "proxy", "accessor", "network", "egress", "volume"]);
 
+/**
+ * Where `observed` differs from this record's resource of `role` — its name, each label
+ * that is missing, different or extra, its configuration fingerprint; empty when it is ours.
+ */
+export function ownershipDefects(record: DockerSandboxRecoveryRecord, role: SandboxResourceRole, observed: ObservedResource): string[] {
+  const defects: string[] = [];
+  if (observed.name !== record.identity.names[role]) defects.push(`name is ${observed.name}`);
+  const expected = resourceLabels(record, role);
+  if (!labelsMatch(observed.labels, expected)) {
+    const keys = [...new Set([...Object.keys(expected), ...Object.keys(observed.labels)])].sort();
+    const differ = keys.filter((key) => observed.labels[key] !== expected[key]);
+    defects.push(`labels differ (${differ.join(", ")})`);
+  }
+  return [...defects, ...observed.mismatches];
+}
+
 /** Whether `observed` is this record's resource of `role`: exact name, exact labels, fingerprint. */
 export function isOwned(record: DockerSandboxRecoveryRecord, role: SandboxResourceRole, observed: ObservedResource): boolean {
-  return observed.name === record.identity.names[role] &&
-    labelsMatch(observed.labels, resourceLabels(record, role)) &&
-    observed.mismatches.length === 0;
+  return ownershipDefects(record, role, observed).length === 0;
 }
 
 /**
  * Look up the exact name of `role` and return its ID when it is this record's own.
  *
- * @returns `{ id }` when ours, `{ foreign: true }` when the name holds something else,
- *   `{ absent: true }` when nothing has the name
+ * @returns `{ id }` when ours, `{ foreign }` (what holds it) when the name holds something
+ *   else, `{ absent: true }` when nothing has the name
  */
 export async function resolveByName(
   engine: DockerEngine,
   record: DockerSandboxRecoveryRecord,
   role: SandboxResourceRole,
   options: ResourceCallOptions,
-): Promise<{ id: string } | { foreign: true } | { absent: true }> {
+): Promise<{ id: string } | { foreign: ObservedResource } | { absent: true }> {
   const observed = await RESOURCE_TABLE[role].inspect(engine, record, record.identity.names[role], options);
   if (!observed) return { absent: true };
-  return isOwned(record, role, observed) ? { id: observed.id } : { foreign: true };
+  return isOwned(record, role, observed) ? { id: observed.id } : { foreign: observed };
 }
 
 /** An error that says the outcome of a create is unknown and the record keeps it `creating`. */
@@ -270,11 +284,19 @@ export interface RemovalReport {
  * Remove every resource of the record in {@linkcode REMOVAL_ORDER}; a failure of one role
  * does not stop the others, except that the volume and network wait for the containers
  * (a container still using them would make their removal fail).
+ *
+ * @param leave roles left untouched, entries as they are (recovery's squatted names)
  */
-export async function removeAllRecorded(engine: DockerEngine, log: RecoveryLog, options: ResourceCallOptions): Promise<RemovalReport> {
+export async function removeAllRecorded(
+  engine: DockerEngine,
+  log: RecoveryLog,
+  options: ResourceCallOptions,
+  leave: readonly SandboxResourceRole[] = [],
+): Promise<RemovalReport> {
   const failures: { role: SandboxResourceRole; error: unknown }[] = [];
   const uncertainRoles: SandboxResourceRole[] = [];
   for (const role of REMOVAL_ORDER) {
+    if (leave.includes(role)) continue;
     const containerFailed = failures.some((failure) => RESOURCE_TABLE[failure.role].kind === "container");
     if (RESOURCE_TABLE[role].kind !== "container" && containerFailed) {
       failures.push({ role, error: new SandboxEngineError(`Cannot remove the ${role}: a container of the sandbox could not be removed first`) });

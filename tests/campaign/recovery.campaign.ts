@@ -115,8 +115,12 @@ function child(killAt: string, policy: SandboxPolicyInput): Promise<{ reservatio
 async function reclaim(settleMs?: number): Promise<void> {
   for (const entry of await store.list()) {
     if (entry.kind === "corrupt") throw entry.error;
+    // The in-process runs are over before each reclaim (their port wraps the store, so a failed
+    // start cannot release the lock through it): a record this process still locks is taken
+    // over with force. Any other live controller's lock is a refusal (a leftover).
+    const force = entry.kind === "locked" && entry.owner.pid === process.pid;
     try {
-      const recovery = await backend.recover(entry.record, store, { settleUncertainAfterMs: settleMs });
+      const recovery = await backend.recover(entry.record, store, { settleUncertainAfterMs: settleMs, force });
       const report = await recovery.cleanup();
       if (report.complete) {
         await store.remove(entry.reservationId);

@@ -7,6 +7,8 @@
 //   after-record:<k> one macrotask after the k-th record resolved (its effect in flight)
 //   running         while its process runs (`sleep 600`)
 //   exporting       during an export, after the first entry arrived
+//   hold            never: it prints "running <pid>" while its process runs and lives on until
+//                   the test kills it (a live controller)
 // Other settings: AGENTCELL_CHILD_STORE (the store directory), AGENTCELL_CHILD_SPILL (spill
 // directory), AGENTCELL_CHILD_POLICY (JSON policy), AGENTCELL_CHILD_NAMESPACE (default
 // "test"), AGENTCELL_CHILD_PROXY_IMAGE (config.proxyImageDigest, for allowlist policies). It prints "ready <reservationId>" lines.
@@ -57,7 +59,12 @@ if (killAt === "exporting") {
 }
 const process_ = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["600"] }).start();
 void process_;
-console.log("running");
-// Every mode ends here at the latest: a kill point past the last startup record is a kill
-// while the process runs.
-die();
+console.log(`running ${process.pid}`);
+if (killAt === "hold") {
+  // A live controller: its sandbox and process run until the test kills this program.
+  setInterval(() => {}, 1 << 30);
+} else {
+  // Every other mode ends here at the latest: a kill point past the last startup record is
+  // a kill while the process runs.
+  die();
+}

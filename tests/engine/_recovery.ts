@@ -10,7 +10,7 @@ import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_reco
 import { createFileRecoveryStore, type FileRecoveryStore } from "../../lib/docker/recovery_store.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
@@ -64,6 +64,18 @@ export async function onlyRecord(store: FileRecoveryStore): Promise<DockerSandbo
   return (listed[0] as unknown as { record: DockerSandboxRecoveryRecord }).record;
 }
 
+/**
+ * The store's one record, whether handed out (`record`) or refused for a controller that
+ * still runs (`locked`, e.g. this process's own live sandbox): `locked` says which.
+ */
+export async function storedRecord(store: FileRecoveryStore): Promise<{ record: DockerSandboxRecoveryRecord; locked: boolean }> {
+  const listed = await store.list();
+  assert.equal(listed.length, 1, "one record in the store");
+  const [entry] = listed;
+  assert.ok(entry.kind === "record" || entry.kind === "locked", `a readable record: ${entry.kind}`);
+  return { record: entry.record as unknown as DockerSandboxRecoveryRecord, locked: entry.kind === "locked" };
+}
+
 /** Every name of the record is absent, and so is every recorded ID. */
 export async function assertNothingLeft(engine: DockerEngine, record: DockerSandboxRecoveryRecord): Promise<void> {
   const { names } = record.identity;
@@ -79,6 +91,24 @@ export async function assertNothingLeft(engine: DockerEngine, record: DockerSand
     if (!entry?.id) continue;
     const path = role === "volume" ? `/volumes/${entry.id}` : role === "network" || role === "egress" ? `/networks/${entry.id}` : `/containers/${entry.id}/json`;
     await gone(path);
+  }
+}
+
+/**
+ * Remove every resource the record names, by exact name, ignoring what is already gone: the
+ * `finally` of a test that may fail before its recovery removed them.
+ */
+export async function removeNamed(engine: DockerEngine, record: DockerSandboxRecoveryRecord): Promise<void> {
+  const { names } = record.identity;
+  const paths = [
+    ...[names.keeper, names.accessor, names.proxy].flatMap((name) => name ? [`/containers/${name}`] : []),
+    ...[names.network, names.egress].flatMap((name) => name ? [`/networks/${name}`] : []),
+    `/volumes/${names.volume}`,
+  ];
+  for (const path of paths) {
+    await engine.request("DELETE", path, { query: path.startsWith("/containers/") ? { force: true } : undefined }).catch((error) => {
+      if (!(error instanceof DockerEngineError && error.code === "not_found")) throw error;
+    });
   }
 }
 
@@ -102,4 +132,54 @@ export async function runChild(world: World, killAt: string, childPolicy: Sandbo
     }, (error, stdout, stderr) => resolve({ signal: (error as { signal?: string } | null)?.signal ?? null, stdout, stderr }));
   });
   assert.equal(outcome.signal, "SIGKILL", `the child died by SIGKILL at ${killAt}: ${outcome.stdout} ${outcome.stderr}`);
+}
+
+/** A child host program that holds a running sandbox (`_controller_child.ts`, mode `hold`). */
+export interface LiveController {
+  /** The child's pid (the controller the record's lock names). */
+  readonly pid: number;
+  /** SIGKILL it and wait until it has exited (no-op once it has). */
+  kill(): Promise<void>;
+}
+
+/**
+ * Start the child host program of `world` in mode `hold` and resolve once its process runs.
+ * The caller must `kill()` it (in a `finally`).
+ */
+export async function startLiveController(world: World, childPolicy: SandboxPolicyInput): Promise<LiveController> {
+  const [command, args] = runtimeCommand(CHILD);
+  const child = spawn(command, args, {
+    env: {
+      ...process.env,
+      AGENTCELL_CHILD_KILL_AT: "hold",
+      AGENTCELL_CHILD_STORE: world.store.directory,
+      AGENTCELL_CHILD_SPILL: world.spill,
+      AGENTCELL_CHILD_POLICY: JSON.stringify(childPolicy),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+  };
+  let output = "";
+  child.stderr!.on("data", (chunk) => output += String(chunk));
+  try {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const pid = await new Promise<number>((resolve, reject) => {
+      child.stdout!.on("data", (chunk) => {
+        output += String(chunk);
+        const running = /^running (\d+)$/mu.exec(output);
+        if (running) resolve(Number(running[1]));
+      });
+      exited.then(() => reject(new Error(`the live controller exited before its process ran: ${output}`)));
+      timer = setTimeout(() => reject(new Error(`the live controller did not run its process within 120 s: ${output}`)), 120_000);
+    }).finally(() => clearTimeout(timer));
+    assert.equal(pid, child.pid, "the controller is the child process itself");
+    return { pid, kill };
+  } catch (error) {
+    await kill();
+    throw error;
+  }
 }

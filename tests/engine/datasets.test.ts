@@ -89,7 +89,7 @@ engineTest("DockerSandbox datasets: two sandboxes read the same datasets at once
       // The second one's cleanup goes through recovery, as a fresh controller's would.
       const recovery = await backend.recover(ports[1].records.at(-1)!, ports[1]);
       assert.deepEqual(recovery.owned.map((resource) => resource.role), ["accessor", "volume"]);
-      assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+      assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
     } finally {
       for (const sandbox of sandboxes) {
         await sandbox.destroy();
@@ -178,7 +178,7 @@ engineTest("DockerSandbox datasets: stop, destroy and recovery cleanup work afte
         // A fresh controller's cleanup of the second sandbox's record (recover = cleanup only).
         const recovery = await backend.recover(port.records.at(-1)!, port);
         assert.deepEqual(recovery.owned.map((resource) => resource.role), ["keeper", "volume"]);
-        assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+        assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
         await assertNamesAbsent(engine, second.names);
       } finally {
         await first.destroy();

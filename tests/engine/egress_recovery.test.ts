@@ -9,7 +9,7 @@ import { DockerEngineError } from "../../lib/engine/errors.ts";
 import { SandboxUnsupportedError } from "../../lib/sandbox/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { busyboxImage, engineTest, eventually, nodeImage } from "./_engine.ts";
-import { assertNothingLeft, onlyRecord, runChild, withWorld } from "./_recovery.ts";
+import { assertNothingLeft, onlyRecord, runChild, storedRecord, withWorld } from "./_recovery.ts";
 import { assertGone, assertNamesAbsent, recordingPort, withBackend } from "./_sandbox.ts";
 
 const policy: SandboxPolicyInput = {
@@ -31,7 +31,7 @@ engineTest("DockerSandboxBackend.recover after the host died by SIGKILL (allowli
     const recovery = await world.backend.recover(record, world.store);
     assert.deepEqual(recovery.owned.map((owned) => owned.role), ["keeper", "proxy", "network", "egress", "volume"]);
     assert.deepEqual(recovery.owned.map((owned) => owned.id), ["keeper", "proxy", "network", "egress", "volume"].map((role) => record.resources[role as "keeper"]!.id));
-    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
     await assertNothingLeft(engine, record);
     await world.store.remove(record.reservationId);
   }, undefined, nodeImage);
@@ -74,11 +74,13 @@ engineTest("DockerSandbox allowlist: stop() removes the proxy, destroy() the int
 engineTest("DockerSandbox allowlist: recovery of a live sandbox's record removes its proxy and networks, and the sandbox notices", async (engine) => {
   await withWorld(async (world) => {
     const sandbox = await world.backend.reserve({ policy }, world.store).start();
-    const record = await onlyRecord(world.store);
+    const { record, locked } = await storedRecord(world.store);
+    assert.equal(locked, true, "the live sandbox (this process) holds the record's lock");
     assert.equal(record.resources.proxy?.id, sandbox.resources.proxyId);
     assert.equal(record.resources.egress?.id, sandbox.resources.egressId);
-    const recovery = await world.backend.recover(record, world.store);
-    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+    // This process is the record's live controller: only force takes the record over.
+    const recovery = await world.backend.recover(record, world.store, { force: true });
+    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
     await eventually("the sandbox noticing compute is gone", () => (sandbox.state === "running" ? undefined : true));
     await assertNothingLeft(engine, record);
     await world.store.remove(record.reservationId);

@@ -1,8 +1,11 @@
 // Cleanup-only recovery on a real Engine: a host program (a child process of the same
 // runtime) dies by SIGKILL at a lifecycle event; a fresh controller lists the file store,
 // recovers each record, cleans up, and nothing named remains. Also: the controller lease,
-// the guest-side deadline, and look-alikes that are never adopted.
+// the guest-side deadline, look-alikes that are never adopted, names squatted by someone
+// else (left alone and reported), and the controller lock that refuses a record whose
+// controller still runs.
 import assert from "node:assert/strict";
+import { readdir } from "node:fs/promises";
 import { z } from "zod";
 import { LABELS } from "../../lib/docker/names.ts";
 import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
@@ -10,7 +13,16 @@ import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { SandboxConflictError } from "../../lib/sandbox/errors.ts";
 import { busyboxImage, engineTest, eventually } from "./_engine.ts";
-import { assertNothingLeft, onlyRecord, runChild as runChildWith, type World, withWorld } from "./_recovery.ts";
+import {
+  assertNothingLeft,
+  onlyRecord,
+  removeNamed,
+  runChild as runChildWith,
+  startLiveController,
+  storedRecord,
+  type World,
+  withWorld,
+} from "./_recovery.ts";
 import { recordingPort } from "./_sandbox.ts";
 
 const policy: SandboxPolicyInput = { resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 } };
@@ -58,7 +70,7 @@ engineTest("DockerSandboxBackend.recover keeps a create that was announced but n
     const first = await world.backend.recover(record, world.store);
     assert.deepEqual(first.uncertain, ["keeper"]);
     assert.equal(typeof first.record.resources.keeper?.absentSince, "number", "the advanced record notes when the name was first absent");
-    assert.deepEqual(await first.cleanup(), { complete: false, uncertain: ["keeper"] });
+    assert.deepEqual(await first.cleanup(), { complete: false, uncertain: ["keeper"], squatted: [] });
     // The volume is gone; the record stays for the uncertain keeper.
     await assert.rejects(engine.request("GET", `/volumes/${record.identity.names.volume}`), DockerEngineError);
     const persisted = await onlyRecord(world.store);
@@ -153,9 +165,14 @@ engineTest("DockerSandbox start answers a keeper-name conflict with SandboxConfl
       assert.equal(last.resources.volume?.state, "removed");
       const still = await engine.request("GET", `/containers/${foreign.value.Id}/json`, { schema: keeperState });
       assert.equal(still.value.State.Status, "created", "the foreign container is untouched");
-      // Recovery of that record: a planned name someone else holds is a conflict.
-      await assert.rejects(world.backend.recover(last, recordingPort()), (error) =>
-        error instanceof SandboxConflictError && /never created by this record, yet its exact name .* is present/.test(error.message));
+      // Recovery of that record: a planned name someone else holds is left alone and reported.
+      const recovery = await world.backend.recover(last, recordingPort());
+      assert.deepEqual(recovery.owned, []);
+      assert.deepEqual(recovery.squatted.map(({ role, name, id }) => ({ role, name, id })), [{ role: "keeper", name: reservation.names.keeper, id: foreign.value.Id }]);
+      assert.match(recovery.squatted[0].reason, /^labels differ \(dev\.agentcell\.configuration, dev\.agentcell\.record, dev\.agentcell\.revision\); /u);
+      assert.deepEqual(await recovery.cleanup(), { complete: false, uncertain: [], squatted: recovery.squatted });
+      const untouched = await engine.request("GET", `/containers/${foreign.value.Id}/json`, { schema: keeperState });
+      assert.equal(untouched.value.State.Status, "created", "the squatter is untouched by cleanup");
     } finally {
       await engine.request("DELETE", `/containers/${foreign.value.Id}`, { query: { force: true }, expect: [204] });
     }
@@ -187,31 +204,121 @@ engineTest("DockerSandboxBackend.recover never adopts a look-alike with copied l
       const recovery = await world.backend.recover(record, world.store);
       assert.deepEqual(recovery.uncertain, []);
       assert.deepEqual(recovery.owned.map((o) => o.role), ["volume"], "only the volume is ours");
-      assert.equal(recovery.record.resources.keeper?.state, "removed", "the keeper's name is someone else's: nothing of ours remains there");
-      assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+      assert.deepEqual(recovery.squatted.map(({ role, id }) => ({ role, id })), [{ role: "keeper", id: foreign.value.Id }]);
+      assert.equal(recovery.squatted[0].reason, "labels differ (dev.agentcell.record)", "everything copyable was copied");
+      assert.equal(recovery.record.resources.keeper?.state, "creating", "the squatted entry is kept for a later recovery");
+      assert.deepEqual(await recovery.cleanup(), { complete: false, uncertain: [], squatted: recovery.squatted });
       const still = await engine.request("GET", `/containers/${foreign.value.Id}/json`, { schema: keeperState });
       assert.equal(still.value.State.Status, "created", "the look-alike survives untouched");
       await assert.rejects(engine.request("GET", `/volumes/${names.volume}`), DockerEngineError);
-      await world.store.remove(record.reservationId);
+      assert.equal((await onlyRecord(world.store)).resources.keeper?.state, "creating", "the record is kept");
     } finally {
       await engine.request("DELETE", `/containers/${foreign.value.Id}`, { query: { force: true }, expect: [204] });
+    }
+    // The look-alike is gone: the keeper's name is absent, and settling finishes the record.
+    assert.deepEqual(await reclaim(world, { settleUncertainAfterMs: 0 }), { complete: 1, uncertain: 0 });
+    await assertNothingLeft(engine, record);
+    assert.deepEqual(await world.store.list(), []);
+  });
+});
+
+engineTest("DockerSandboxBackend.recover removes what is provably the record's while a squatter holds one of its names, and keeps the record", async (engine) => {
+  await withWorld(async (world) => {
+    await runChild(world, "record:3");
+    const record = await onlyRecord(world.store);
+    try {
+      assert.deepEqual([record.resources.volume?.state, record.resources.keeper?.state], ["created", "planned"], "killed after the volume was created");
+      // Someone else creates a container under the keeper's exact name, without our labels.
+      const squatter = await engine.request("POST", "/containers/create", {
+        query: { name: record.identity.names.keeper },
+        json: { Image: busyboxImage, Cmd: ["true"] },
+        expect: [201],
+        schema: z.looseObject({ Id: z.string() }),
+      });
+      const recovery = await world.backend.recover(record, world.store);
+      assert.deepEqual(recovery.owned, [{ role: "volume", id: record.identity.names.volume }]);
+      assert.deepEqual(recovery.squatted.map(({ role, name, id }) => ({ role, name, id })), [{ role: "keeper", name: record.identity.names.keeper, id: squatter.value.Id }]);
+      assert.match(recovery.squatted[0].reason, /^labels differ \(dev\.agentcell\.configuration, .*\); user is ""$/u);
+      assert.deepEqual(await recovery.cleanup(), { complete: false, uncertain: [], squatted: recovery.squatted });
+      await assert.rejects(engine.request("GET", `/volumes/${record.identity.names.volume}`), DockerEngineError, "the volume (ours) is removed");
+      const still = await engine.request("GET", `/containers/${squatter.value.Id}/json`, { schema: keeperState });
+      assert.equal(still.value.State.Status, "created", "the squatter is left alone");
+      const kept = await onlyRecord(world.store);
+      assert.deepEqual([kept.resources.volume?.state, kept.resources.keeper?.state], ["removed", "planned"], "the record is kept");
+      // While the squatter exists, every later recovery says the same and touches nothing else.
+      assert.deepEqual(await reclaim(world), { complete: 0, uncertain: 1 });
+      await engine.request("DELETE", `/containers/${squatter.value.Id}`, { query: { force: true }, expect: [204] });
+      assert.deepEqual(await reclaim(world), { complete: 1, uncertain: 0 }, "the squatter is gone: a later cleanup finishes");
+      await assertNothingLeft(engine, record);
+      assert.deepEqual(await world.store.list(), []);
+    } finally {
+      // What a failure may have left: the squatter (under the keeper's name) and ours.
+      await removeNamed(engine, record);
     }
   });
 });
 
-engineTest("DockerSandboxBackend.recover of a record from a live sandbox's last checkpoint removes exactly its resources", async (engine) => {
+engineTest("DockerSandboxBackend.recover refuses a record whose controller still runs in another process, touches nothing, and recovers it once that controller was killed", async (engine) => {
+  await withWorld(async (world) => {
+    const controller = await startLiveController(world, policy);
+    let record: DockerSandboxRecoveryRecord | undefined;
+    try {
+      record = (await storedRecord(world.store)).record;
+      const { reservationId } = record;
+      const [entry] = await world.store.list();
+      assert.equal(entry.kind, "locked", "list() does not hand out a live controller's record");
+      assert.ok(entry.kind === "locked" && entry.owner.pid === controller.pid && entry.error instanceof SandboxConflictError);
+      await assert.rejects(world.backend.recover(record, world.store), (error) => {
+        assert.ok(error instanceof SandboxConflictError && error.code === "conflict", String(error));
+        assert.match(
+          error.message,
+          new RegExp(
+            `^Cannot recover sandbox: record ${reservationId} is locked by its controller \\(pid ${controller.pid}, started at tick \\d+ after boot\\), which still runs: ` +
+              "stop that controller first \\(or let it destroy its sandbox\\), or pass \\{ force: true \\} to recover\\(\\) to take the record over anyway; nothing was touched, keep the record$",
+            "u",
+          ),
+        );
+        return true;
+      });
+      // Nothing was touched: compute runs on, the volume is there, the record is as it was.
+      const keeper = await engine.request("GET", `/containers/${record.resources.keeper!.id!}/json`, { schema: keeperState });
+      assert.equal(keeper.value.State.Running, true);
+      await engine.request("GET", `/volumes/${record.identity.names.volume}`);
+      assert.deepEqual((await storedRecord(world.store)).record, record);
+      // The controller dies by SIGKILL: its lock is stale, taken over and reported.
+      await controller.kill();
+      const recovery = await world.backend.recover(record, world.store);
+      assert.equal(recovery.lock?.kind, "stale");
+      assert.ok(recovery.lock?.kind === "stale" && recovery.lock.reason === "exited" && recovery.lock.owner?.pid === controller.pid, JSON.stringify(recovery.lock));
+      assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
+      await assertNothingLeft(engine, record);
+      await world.store.remove(reservationId);
+      assert.deepEqual(await readdir(world.store.directory), [], "neither the record nor its lock remains");
+    } finally {
+      await controller.kill();
+      if (record) await removeNamed(engine, record);
+    }
+  });
+});
+
+engineTest("DockerSandboxBackend.recover of a live sandbox's last checkpoint is refused for its live controller, and with force removes exactly its resources", async (engine) => {
   await withWorld(async (world) => {
     const sandbox = await world.backend.reserve({ policy: { ...policy, network: "outbound" } }, world.store).start();
-    const record = await onlyRecord(world.store);
+    const { record, locked } = await storedRecord(world.store);
+    assert.equal(locked, true, "this process's live sandbox holds the record's lock");
     assert.deepEqual(Object.values(record.resources).map((r) => r?.state), ["created", "created", "created"]);
-    const recovery = await world.backend.recover(record, world.store);
+    await assert.rejects(world.backend.recover(record, world.store), (error) =>
+      error instanceof SandboxConflictError && error.code === "conflict" && error.message.includes(", this process), which still runs"));
+    assert.equal(sandbox.state, "running", "refused: nothing was touched");
+    const recovery = await world.backend.recover(record, world.store, { force: true });
+    assert.equal(recovery.lock?.kind, "own");
     assert.deepEqual(recovery.owned.map((o) => o.role), ["keeper", "network", "volume"]);
     assert.equal(recovery.owned[0].id, sandbox.resources.keeperId);
-    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
     await eventually("the sandbox noticing its keeper is gone", () => (sandbox.state === "running" ? undefined : true));
     await assertNothingLeft(engine, record);
     // A second cleanup of the same handle is a no-op (404 = done).
-    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
     await world.store.remove(record.reservationId);
   });
 });

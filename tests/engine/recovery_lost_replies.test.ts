@@ -13,7 +13,7 @@ import { SandboxConflictError, SandboxError } from "../../lib/sandbox/errors.ts"
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { endpoint, engineTest } from "./_engine.ts";
 import { type FaultProxy, type RequestMatch, startFaultProxy } from "./_fault_proxy.ts";
-import { assertNothingLeft, onlyRecord, withWorld } from "./_recovery.ts";
+import { assertNothingLeft, onlyRecord, storedRecord, withWorld } from "./_recovery.ts";
 
 const policy: SandboxPolicyInput = {
   resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 },
@@ -111,7 +111,10 @@ for (const { role, step, match } of cases) {
       }
       assert.ok(failure instanceof SandboxError, `the ${role} ${step} failed typed: ${failure}`);
       assert.ok(failure.code === "deadline" || failure.code === "engine", `code ${failure.code}`);
-      const record = await onlyRecord(world.store);
+      // A failed start is over (its lock released); a sandbox whose stop, export or destroy
+      // failed is still this process's, so its record stays locked by this live controller.
+      const { record, locked } = await storedRecord(world.store);
+      assert.equal(locked, !(step === "create" && role !== "accessor"), "locked while the sandbox object lives");
       const expected = step === "create" ? "creating" : "removing";
       assert.equal(record.resources[role]?.state, expected, `the record keeps the ${role} ${expected}`);
       if (step === "create") assert.match(failure.message, new RegExp(`whether the ${role} was created is unknown`));
@@ -120,12 +123,12 @@ for (const { role, step, match } of cases) {
       fault.restore();
       const similar = await lookAlike(engine, record);
       try {
-        const recovery = await world.fresh().recover(record, store);
+        const recovery = await world.fresh().recover(record, store, { force: locked });
         if (step === "create") {
           assert.equal(recovery.record.resources[role]?.state, "created", "reconciled by exact name, labels and fingerprint");
           assert.ok(recovery.owned.some((owned) => owned.role === role));
         }
-        assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+        assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
         await assertNothingLeft(engine, record);
         const survivor = await engine.request("GET", `/volumes/${similar}`, { schema: z.looseObject({ Name: z.string() }) });
         assert.equal(survivor.value.Name, similar, "the look-alike survives untouched");
@@ -144,11 +147,12 @@ engineTest("DockerSandboxBackend.recover of a record from another daemon conflic
     const { store } = world;
     const sandbox = await world.backend.reserve({ policy }, store).start();
     try {
-      const record = await onlyRecord(world.store);
+      const { record } = await storedRecord(world.store);
       const identity = { ...record.identity, daemonId: "ANOTHER:DAEMON" };
       const moved = { ...record, identity, identityDigest: digestOf(identity) };
       const before = proxy.requests.length;
-      await assert.rejects(world.fresh().recover(moved, store), (error) =>
+      // force: this process is the record's live controller (its lock would refuse first).
+      await assert.rejects(world.fresh().recover(moved, store, { force: true }), (error) =>
         error instanceof SandboxConflictError && error.code === "conflict" &&
         /the record belongs to daemon ANOTHER:DAEMON, and .* serves daemon /.test(error.message) && /nothing was touched, keep the record$/.test(error.message));
       // Version negotiation and daemon admission only: no resource was inspected or touched.

@@ -1,14 +1,17 @@
 // The v2 recovery record: schema, digests, and the checks recovery makes before any Engine
 // access (proved by a fake engine that counts connections).
 import assert from "node:assert/strict";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
 import { test } from "node:test";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../../lib/docker/backend.ts";
 import type { DockerSandboxDataset } from "../../../lib/docker/datasets/configuration.ts";
 import { resourceNames } from "../../../lib/docker/names.ts";
 import { RecoveryLog } from "../../../lib/docker/recovery_log.ts";
+import { ownLockOwner } from "../../../lib/docker/recovery_lock.ts";
+import { createFileRecoveryStore } from "../../../lib/docker/recovery_store.ts";
 import {
   backendRevision,
   configurationDigest,
@@ -205,5 +208,38 @@ test("backend.recover refuses a resource table edited to name something else, be
         error instanceof SandboxConfigurationError && error.code === "configuration" && message.test(error.message), what);
     }
     assert.equal(connections(), 0, "no request was made");
+  });
+});
+
+test("backend.recover refuses a record whose controller still runs (the file store's lock) before any Engine access; force or a stale lock goes on", async () => {
+  await withBackend(async (backend, connections) => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-locked-")));
+    try {
+      const store = await createFileRecoveryStore(join(root, "records"));
+      const planned = recordFor(backend);
+      const record = { ...planned, resources: { ...planned.resources, volume: { name: planned.identity.names.volume, state: "created", id: planned.identity.names.volume } } };
+      await store.record(record); // this process is the record's controller: it holds the lock
+      const self = await ownLockOwner();
+      await assert.rejects(backend.recover(record, store), (error) => {
+        assert.ok(error instanceof SandboxConflictError && error.code === "conflict", String(error));
+        assert.equal(
+          error.message,
+          `Cannot recover sandbox: record ${reservationId} is locked by its controller (pid ${process.pid}, started at tick ${self.startTime} after boot, this process), which still runs: stop that controller first (or let it destroy its sandbox), or pass { force: true } to recover() to take the record over anyway; nothing was touched, keep the record`,
+        );
+        return true;
+      });
+      assert.equal(connections(), 0, "no request was made");
+      // With force the checks pass and recovery asks the Engine (which fails here).
+      await assert.rejects(backend.recover(record, store, { force: true }));
+      assert.ok(connections() > 0);
+      // A lock of a process that is gone is stale: no force needed.
+      const before = connections();
+      await writeFile(join(store.directory, `${reservationId}.lock`), JSON.stringify({ ...self, pid: 4_194_304, token: "t" }));
+      assert.deepEqual(await store.locks.inspect(reservationId), { kind: "stale", owner: { ...self, pid: 4_194_304 }, reason: "exited" });
+      await assert.rejects(backend.recover(record, store));
+      assert.ok(connections() > before, "a stale lock does not stop recovery");
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
