@@ -51,7 +51,7 @@ engineTest("DockerSandbox allowlist with controllerLoss \"stop\": when the host 
       assert.equal(waited.value.StatusCode, 0, `the ${role} ended itself on the lease's end`);
     }
     const recovery = await world.backend.recover(record, world.store);
-    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [] });
+    assert.deepEqual(await recovery.cleanup(), { complete: true, uncertain: [], squatted: [] });
     await assertNothingLeft(engine, record);
     await world.store.remove(record.reservationId);
   }, undefined, nodeImage);
