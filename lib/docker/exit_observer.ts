@@ -38,6 +38,32 @@ export type ObservedExit =
   | { readonly kind: "exited"; readonly code: number }
   | { readonly kind: "unavailable"; readonly reason: "sandbox_stopped" };
 
+/**
+ * Inspect the keeper (bounded by `deadlines.cleanupMs`). One that no longer runs (or is being
+ * removed) stops the sandbox with a `SandboxStoppedError` saying so (a stop already under way
+ * keeps its own cause), so whoever asks learns of a keeper that went away before the
+ * sandbox's own watch reported it.
+ *
+ * @param host The sandbox's engine, keeper and stop.
+ * @returns `running`; `exited` or `removed` (404, or being removed), and the sandbox is
+ *   stopping; `unknown` when the inspection itself failed (say, the Engine is unreachable)
+ */
+export async function checkKeeper(host: ExitObserverHost): Promise<"running" | "exited" | "removed" | "unknown"> {
+  let state: "exited" | "removed";
+  try {
+    const keeper = await inspectContainer(host.engine, host.keeperId, { timeoutMs: host.policy.deadlines.cleanupMs });
+    // One being removed (`docker rm -f` after its kill) is gone too.
+    if (keeper.State.Status === "removing") state = "removed";
+    else if (keeper.State.Running) return "running";
+    else state = "exited";
+  } catch (error) {
+    if (!isNotFound(error)) return "unknown";
+    state = "removed";
+  }
+  host.stopFor(new SandboxStoppedError(`Cannot continue: the keeper container ${state === "exited" ? "exited" : "was removed"}`)).catch(() => {});
+  return state;
+}
+
 /** Poll interval while the output is still open (descendants may hold it after the leader exits). */
 export const OPEN_STREAM_POLL_MS = 2_000;
 /** First poll interval once the output ended; it doubles with each poll. */
@@ -166,19 +192,10 @@ async function observe(
         continue;
       }
     }
-    if (endedBefore && poll >= 3 && !host.stopping.aborted) {
-      try {
-        const keeper = await inspectContainer(host.engine, host.keeperId, { timeoutMs });
-        if (!keeper.State.Running) {
-          host.stopFor(new SandboxStoppedError("Cannot continue: the keeper container exited")).catch(() => {});
-        }
-      } catch (error) {
-        if (isNotFound(error)) {
-          forgotten(host);
-          if (host.stopping.aborted) continue;
-          return unavailable;
-        }
-      }
+    if (endedBefore && poll >= 3 && !host.stopping.aborted && await checkKeeper(host) === "removed") {
+      // The sandbox is stopping now: the receipt waits for the stop's end.
+      if (host.stopping.aborted) continue;
+      return unavailable;
     }
     if (endedBefore) await wait(endedStreamPollMs(poll), [stopping]);
     else {

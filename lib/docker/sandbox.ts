@@ -346,7 +346,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    *
    * @param path Canonical path relative to `/workspace` (`work/…` for the work directory).
    * @param data Bytes (copied), UTF-8 text or a `Blob` (streamed).
-   * @param options `mode` (default 0o644), `deadlineAt`, `quota`, `signal`, `onProgress`.
+   * @param options `mode` (default 0o644), `deadlineAt` (default: `policy.deadlines.guestFileMs`,
+   *   60 s, from the call), `quota`, `signal`, `onProgress`.
    * @returns `{ files: 1, bytes }`.
    * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} / {SandboxQuotaError} /
    *   {SandboxDeadlineError} / {SandboxAbortedError} / {SandboxStoppedError} /
@@ -373,7 +374,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    *
    * @param path Canonical path relative to `/workspace`.
    * @param options `maxBytes` (default 16 MiB, or the backend's `config.defaultExportQuota.bytes`
-   *   when that is smaller; up to 1 GiB), `deadlineAt`, `signal`, `onProgress`.
+   *   when that is smaller; up to 1 GiB), `deadlineAt` (default: `policy.deadlines.guestFileMs`,
+   *   60 s, from the call), `signal`, `onProgress`.
    * @returns The file's bytes.
    * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} / {SandboxQuotaError} /
    *   {SandboxDeadlineError} / {SandboxAbortedError} / {SandboxStoppedError} /

@@ -56,6 +56,12 @@ export interface NormalizedTransferOptions {
    * caller set it or there is none.
    */
   readonly quotaBytesDefault?: string;
+  /**
+   * Set when `deadlineAt` is a backend default because the caller set none: its length in
+   * milliseconds and where it is configured (e.g. `policy.deadlines.guestFileMs`), for the
+   * deadline error's fix; `undefined` when the caller set `deadlineAt` or there is none.
+   */
+  readonly deadlineDefault?: { readonly ms: number; readonly source: string };
 }
 
 /**

@@ -51,6 +51,14 @@ export const MAX_READ_FILE_BYTES = 1024 * 1024 * 1024;
  */
 export interface SandboxWriteFileOptions extends SandboxTransferOptions {
   /**
+   * Wall-clock deadline in milliseconds since the Unix epoch (as `Date.now()`). When it
+   * passes, the call fails with `SandboxDeadlineError` (`deadline`), the file is unchanged and
+   * the writer in the guest is ended; a value already in the past fails at once.
+   *
+   * @default {undefined} the backend's bound: for the Docker backend, `policy.deadlines.guestFileMs` (60 s) from the call
+   */
+  readonly deadlineAt?: number;
+  /**
    * Permission bits of the file, 0 … 0o7777.
    *
    * @default {0o644}
@@ -70,6 +78,14 @@ export interface SandboxWriteFileOptions extends SandboxTransferOptions {
  * ```
  */
 export interface SandboxReadFileOptions extends Omit<SandboxTransferOptions, "quota"> {
+  /**
+   * Wall-clock deadline in milliseconds since the Unix epoch (as `Date.now()`). When it
+   * passes, the call fails with `SandboxDeadlineError` (`deadline`) and the reader in the
+   * guest is ended; a value already in the past fails at once.
+   *
+   * @default {undefined} the backend's bound: for the Docker backend, `policy.deadlines.guestFileMs` (60 s) from the call
+   */
+  readonly deadlineAt?: number;
   /**
    * Most bytes the file may hold, 0 … 1 GiB; a larger file fails with `SandboxQuotaError`
    * (`quota`) after at most `maxBytes + 1` bytes left the guest.

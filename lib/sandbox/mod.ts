@@ -39,6 +39,7 @@ export type { SandboxEngineErrorOptions, SandboxErrorCode, SandboxErrorOptions }
 export {
   assertSupportedDiskQuota,
   DEFAULT_CLEANUP_MS,
+  DEFAULT_GUEST_FILE_MS,
   DEFAULT_MAX_CONCURRENT_PROCESSES,
   DEFAULT_STARTUP_MS,
   DEFAULT_SHM_BYTES,

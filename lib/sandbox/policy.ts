@@ -95,6 +95,18 @@ export const DEFAULT_STARTUP_MS = 60_000;
 export const DEFAULT_CLEANUP_MS = 30_000;
 
 /**
+ * Default `deadlines.guestFileMs`, in milliseconds: 60 seconds.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_GUEST_FILE_MS } from "./policy.ts";
+ *
+ * console.log(DEFAULT_GUEST_FILE_MS); // 60000
+ * ```
+ */
+export const DEFAULT_GUEST_FILE_MS = 60_000;
+
+/**
  * Largest default size of each of the home and temporary tmpfs mounts, in bytes: 64 MiB
  * (the default is this or an eighth of `resources.memoryBytes`, whichever is smaller).
  *
@@ -185,7 +197,7 @@ export type SandboxExecutionPolicy =
  * ```ts
  * import type { SandboxDeadlinesInput } from "./policy.ts";
  *
- * const deadlines: SandboxDeadlinesInput = { startupMs: 120_000 }; // cleanupMs: 30000
+ * const deadlines: SandboxDeadlinesInput = { startupMs: 120_000 }; // cleanupMs: 30000, guestFileMs: 60000
  * ```
  */
 export interface SandboxDeadlinesInput {
@@ -202,6 +214,15 @@ export interface SandboxDeadlinesInput {
    * @default {30000}
    */
   readonly cleanupMs?: number;
+  /**
+   * Time allowed for each `writeFile` and `readFile` that sets no `options.deadlineAt`, in
+   * milliseconds (integer 1 to 2^31 - 1): past it the call fails with `SandboxDeadlineError`
+   * (`deadline`) and its writer or reader in the guest is ended, so no guest file operation
+   * holds a `maxConcurrentProcesses` slot without bound.
+   *
+   * @default {60000}
+   */
+  readonly guestFileMs?: number;
 }
 
 /**
@@ -211,7 +232,7 @@ export interface SandboxDeadlinesInput {
  * ```ts
  * import type { SandboxDeadlines } from "./policy.ts";
  *
- * const deadlines: SandboxDeadlines = { startupMs: 60_000, cleanupMs: 30_000 };
+ * const deadlines: SandboxDeadlines = { startupMs: 60_000, cleanupMs: 30_000, guestFileMs: 60_000 };
  * ```
  */
 export interface SandboxDeadlines {
@@ -219,6 +240,8 @@ export interface SandboxDeadlines {
   readonly startupMs: number;
   /** Time allowed for each cleanup step, in milliseconds. */
   readonly cleanupMs: number;
+  /** Time allowed for each `writeFile` / `readFile` without its own `deadlineAt`, in milliseconds. */
+  readonly guestFileMs: number;
 }
 
 /**
@@ -433,7 +456,7 @@ export interface SandboxPolicyInput {
   /**
    * Infrastructure deadlines.
    *
-   * @default {{ startupMs: 60000, cleanupMs: 30000 }}
+   * @default {{ startupMs: 60000, cleanupMs: 30000, guestFileMs: 60000 }}
    */
   readonly deadlines?: SandboxDeadlinesInput;
   /** Exact CPU, memory and PID limits (required). */
@@ -567,6 +590,7 @@ export const sandboxPolicyInputSchema: z.ZodType<SandboxPolicyInput> = z.strictO
   deadlines: z.strictObject({
     startupMs: integerFrom(1, MAX_INFRASTRUCTURE_DEADLINE_MS, "milliseconds").optional(),
     cleanupMs: integerFrom(1, MAX_INFRASTRUCTURE_DEADLINE_MS, "milliseconds").optional(),
+    guestFileMs: integerFrom(1, MAX_INFRASTRUCTURE_DEADLINE_MS, "milliseconds").optional(),
   }).optional(),
   resources: z.strictObject({
     cpus: z.number({ error: expect(cpusSentence) })
@@ -611,7 +635,7 @@ const ACTION = "reserve sandbox";
  * Validates a caller's policy and returns a deeply frozen copy with every default filled.
  *
  * Defaults: `execution` `{ kind: "until_stopped" }`; `deadlines.startupMs` 60,000 ms;
- * `deadlines.cleanupMs` 30,000 ms; `network` `"isolated"`; `workspaceDiskQuota`
+ * `deadlines.cleanupMs` 30,000 ms; `deadlines.guestFileMs` 60,000 ms; `network` `"isolated"`; `workspaceDiskQuota`
  * `{ kind: "not_requested" }`; `tmpfs.homeBytes` and `tmpfs.tmpBytes` 64 MiB each, or an
  * eighth of `resources.memoryBytes` when that is smaller; `tmpfs.shmBytes` 8 MiB or a
  * sixteenth of memory; `tmpfs.inodes` 8192; `ulimits` as in {@linkcode SandboxUlimitsInput};
@@ -672,6 +696,7 @@ export function normalizePolicy(input: SandboxPolicyInput): SandboxPolicy {
     deadlines: Object.freeze({
       startupMs: parsed.deadlines?.startupMs ?? DEFAULT_STARTUP_MS,
       cleanupMs: parsed.deadlines?.cleanupMs ?? DEFAULT_CLEANUP_MS,
+      guestFileMs: parsed.deadlines?.guestFileMs ?? DEFAULT_GUEST_FILE_MS,
     }),
     resources: Object.freeze({
       cpus: parsed.resources.cpus,

@@ -44,7 +44,10 @@ import { concatBytes } from "../../lib/streams/concat_bytes.ts";
  * - `cut`: the response head and the first `afterBodyBytes` bytes after it (as on the
  *   wire, chunk framing included) pass, then the client's connection is closed and the
  *   Engine's destroyed. A reply whose body is shorter passes whole and is then cut the
- *   same way (which, for a complete reply, the client does not notice).
+ *   same way (which, for a complete reply, the client does not notice). With
+ *   `afterRequestBytes` the same cut comes from the other direction: the request head and
+ *   the first `afterRequestBytes` bytes the client sends after it reach the Engine (say,
+ *   exec stdin after a `101`), and the next byte cuts both connections instead of passing.
  * - `rewrite`: the Engine's whole reply (at most 1 MiB) is read, its body (chunked coding
  *   decoded) passed through `body`, and the result sent with the same status line and
  *   headers, a fresh `Content-Length` and no `Transfer-Encoding`: a reply a real Engine
@@ -54,7 +57,7 @@ export type ProxyFault =
   | { readonly kind: "swallow"; readonly then: "stall" | "close" }
   | { readonly kind: "drop"; readonly then: "stall" | "close" }
   | { readonly kind: "delay"; readonly ms?: number; readonly until?: Promise<unknown> }
-  | { readonly kind: "cut"; readonly afterBodyBytes: number }
+  | { readonly kind: "cut"; readonly afterBodyBytes?: number; readonly afterRequestBytes?: number }
   | { readonly kind: "rewrite"; readonly body: (text: string) => string };
 
 /** Which requests a rule or a query selects. */
@@ -293,21 +296,36 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       if (!client.destroyed) client.end();
     };
 
-    // Client to Engine: always whole, with backpressure and FIN passed on. A client that
-    // closes while the proxy holds its connection open (keep-alive, stall) is closed too.
-    pipe(client, upstream, () => {
+    // Client to Engine: whole (up to a request cut), with backpressure and FIN passed on. A
+    // client that closes while the proxy holds its connection open (keep-alive, stall) is
+    // closed too.
+    let requestBudget = fault?.kind === "cut" ? fault.afterRequestBytes ?? Infinity : Infinity;
+    let requestCut = false;
+    const toUpstream = (data: Uint8Array): boolean => {
+      if (requestCut) return true;
+      if (data.byteLength <= requestBudget) {
+        requestBudget -= data.byteLength;
+        return upstream.write(data);
+      }
+      requestCut = true;
+      upstream.write(data.subarray(0, requestBudget), () => cut());
+      return true;
+    };
+    pipe(client, upstream, toUpstream, () => {
       clientEnded = true;
       upstream.end();
       if (upstreamEnded) endClient();
     });
     upstream.once("connect", () => {
-      upstream.write(first);
+      const bodyAt = headEnd(first) + 4;
+      upstream.write(first.subarray(0, bodyAt));
+      if (bodyAt < first.byteLength) toUpstream(first.subarray(bodyAt));
       client.resume();
     });
 
     // Engine to client: the response head is parsed for its status, then the fault decides.
     let responseHead: Uint8Array | undefined = new Uint8Array(0);
-    let bodyBudget = fault?.kind === "cut" ? fault.afterBodyBytes : Infinity;
+    let bodyBudget = fault?.kind === "cut" ? fault.afterBodyBytes ?? Infinity : Infinity;
     let waitingForDrain = false;
     // While a delayed reply is held, what would reach the client waits here, in order; the
     // Engine's reply is still read (its status recorded) up to MAX_HELD_BYTES.
@@ -461,11 +479,14 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   };
 }
 
-/** Passes `from`'s bytes to `to` with backpressure; `onEnd` runs at `from`'s FIN. */
-function pipe(from: Socket, to: Socket, onEnd: () => void): void {
+/**
+ * Passes `from`'s bytes to `to` through `write` (which returns `false` when `to` wants no
+ * more for now) with backpressure; `onEnd` runs at `from`'s FIN.
+ */
+function pipe(from: Socket, to: Socket, write: (data: Uint8Array) => boolean, onEnd: () => void): void {
   from.on("data", (data: Uint8Array) => {
     if (to.destroyed) return;
-    if (!to.write(data)) {
+    if (!write(data)) {
       from.pause();
       to.once("drain", () => from.resume());
     }

@@ -61,12 +61,13 @@ export async function withBackend(
 
 /**
  * Start a sandbox, run `fn`, destroy it, and check its exact resources are gone; `config`
- * overrides fields of the backend's configuration.
+ * overrides fields of the backend's configuration, `via` is the endpoint the backend talks
+ * to (default: the lane's engine; a fault proxy in front of it, say).
  */
 export async function withSandbox(
   engine: DockerEngine,
   fn: (sandbox: DockerSandbox) => Promise<void>,
-  options: { policy?: SandboxPolicyInput; image?: string; config?: Partial<DockerSandboxBackendConfig> } = {},
+  options: { policy?: SandboxPolicyInput; image?: string; config?: Partial<DockerSandboxBackendConfig>; via?: string } = {},
 ): Promise<void> {
   await withBackend(async (backend) => {
     const sandbox = await backend.reserve({ policy: options.policy ?? testPolicy }, recordingPort()).start();
@@ -76,7 +77,7 @@ export async function withSandbox(
       await sandbox.destroy();
       await assertGone(engine, sandbox);
     }
-  }, options.image, undefined, undefined, undefined, options.config);
+  }, options.image, options.via, undefined, undefined, options.config);
 }
 
 async function assertAbsent(engine: DockerEngine, path: string): Promise<void> {

@@ -8,11 +8,12 @@ import { connect } from "node:net";
 import { z } from "zod";
 import { DockerEngine } from "../../lib/engine/client.ts";
 import { createContainer, removeContainer } from "../../lib/engine/containers.ts";
+import { createExec, startExec } from "../../lib/engine/exec.ts";
 import { DockerEngineTransportError, type DockerEngineTransportErrorCode, requestBuffered } from "../../lib/engine/http/mod.ts";
 import { createVolume, inspectVolume, removeVolume } from "../../lib/engine/volumes.ts";
 import { busyboxImage, endpoint, engineTest, eventually } from "./_engine.ts";
 import { type FaultProxy, startFaultProxy } from "./_fault_proxy.ts";
-import { assertGone, recordingPort, testPolicy, text, withBackend } from "./_sandbox.ts";
+import { assertGone, recordingPort, testPolicy, text, withBackend, withSandbox } from "./_sandbox.ts";
 
 const VOLUMES_CREATE = { method: "POST", path: "/volumes/create" } as const;
 
@@ -242,6 +243,35 @@ engineTest("FaultProxy cuts a Content-Length body and a chunked body after N byt
       assert.equal(archive.status, 200);
       await assert.rejects(new Response(archive.body).arrayBuffer(), transport("invalid_response", /inside a chunk|before the last chunk|after a chunk's data/));
       assert.ok(archive.downloadedBytes() < 10_000n, `${archive.downloadedBytes()} body bytes passed`);
+    });
+  });
+});
+
+engineTest("FaultProxy cuts a request after N bytes past its head: the start's JSON body, then exactly the rest of N as exec stdin reach the guest", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    await withProxy(async (proxy, client) => {
+      const execId = await createExec(client, sandbox.resources.keeperId, {
+        Cmd: ["/bin/sh", "-c", "wc -c > count.tmp && mv count.tmp count"],
+        Env: [],
+        User: "65534:65534",
+        WorkingDir: "/workspace/work",
+      });
+      const cutStdin = proxy.inject({ method: "POST", path: `/exec/${execId}/start`, fault: { kind: "cut", afterRequestBytes: 10_000 } });
+      const attach = await startExec(client, execId);
+      const writer = attach.writable.getWriter();
+      // The proxy passes 10,000 bytes after the head, then cuts both connections: a later write fails.
+      await assert.rejects(async () => {
+        for (let i = 0; i < 1_000; i++) await writer.write(new Uint8Array(4096));
+      });
+      attach.abort(new Error("cut"));
+      assert.equal((await cutStdin.applied).upgraded, true);
+      const count = await eventually("the guest to count its stdin", async () => {
+        const result = await sandbox.run("/bin/sh", ["-c", "cat count 2>/dev/null || true"]);
+        return result.stdoutText === "" ? undefined : result.stdoutText;
+      });
+      // The bytes after the head are the start request's own body, then stdin.
+      const startBody = JSON.stringify({ Detach: false, Tty: false }).length;
+      assert.equal(Number(count.trim()), 10_000 - startBody);
     });
   });
 });

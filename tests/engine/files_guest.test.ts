@@ -9,15 +9,18 @@ import {
   SandboxAbortedError,
   SandboxConfigurationError,
   SandboxDeadlineError,
+  SandboxEngineError,
   SandboxQuotaError,
   SandboxStoppedError,
   SandboxUnsupportedError,
 } from "../../lib/sandbox/errors.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
+import { removeContainer } from "../../lib/engine/containers.ts";
 import { writeTar } from "../../lib/tar/write_tar.ts";
-import { engineTest } from "./_engine.ts";
+import { endpoint, engineTest, eventually } from "./_engine.ts";
+import { startFaultProxy } from "./_fault_proxy.ts";
 import { bytes, sha256 } from "./_files.ts";
-import { withSandbox } from "./_sandbox.ts";
+import { testPolicy, withSandbox } from "./_sandbox.ts";
 
 const decoder = new TextDecoder();
 const configuration = (fragment: string) => (error: unknown) =>
@@ -178,4 +181,157 @@ engineTest("DockerSandbox writeFile and readFile on an image without cat, head a
   } finally {
     await engine.request("DELETE", `/images/${image}`, { query: { force: true }, expect: [200], schema: z.unknown() });
   }
+});
+
+/**
+ * `call`'s outcome, or a failure naming `what` when it is still pending after `boundMs`: a
+ * bound far above any machine's need that turns a hang into a failure (no timing is asserted).
+ */
+async function settledWithin<T>(what: string, call: Promise<T>, boundMs = 60_000): Promise<PromiseSettledResult<T>> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const pending = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} was still pending after ${boundMs} ms (it hangs)`)), boundMs);
+  });
+  try {
+    return await Promise.race([Promise.allSettled([call]).then(([outcome]) => outcome), pending]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+engineTest("DockerSandbox readFile of a path the guest keeps swapping between a file and a FIFO never hangs: 300 calls read the file or refuse a non-regular file", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    // mv is atomic: the path is always either the whole file or a FIFO no one writes to.
+    const swapper = await sandbox.reserveProcess({
+      executable: "/bin/sh",
+      args: ["-c", "while :; do echo content > f.tmp; mv f.tmp p; mkfifo q.tmp; mv q.tmp p; done"],
+    }).start();
+    try {
+      const seen = { file: 0, refused: 0 };
+      for (let round = 0; round < 30; round++) {
+        const calls = Array.from({ length: 10 }, (_, n) => settledWithin(`readFile #${round * 10 + n}`, sandbox.readFile("work/p")));
+        for (const outcome of await Promise.all(calls)) {
+          if (outcome.status === "fulfilled") {
+            assert.equal(decoder.decode(outcome.value), "content\n");
+            seen.file += 1;
+          } else {
+            const error = outcome.reason;
+            assert.ok(
+              error instanceof SandboxConfigurationError && error.message === "Cannot read file work/p: it is not a regular file in the guest",
+              `neither the file nor the refusal of a FIFO: ${error}`,
+            );
+            seen.refused += 1;
+          }
+        }
+      }
+      assert.equal(seen.file + seen.refused, 300);
+    } finally {
+      await swapper.kill();
+    }
+  });
+}, { timeout: 600_000 });
+
+engineTest("DockerSandbox writeFile and readFile without deadlineAt end at policy.deadlines.guestFileMs, naming the option; their slots are free again", async (engine) => {
+  await using proxy = await startFaultProxy({ upstream: endpoint! });
+  await withSandbox(engine, async (sandbox) => {
+    await sandbox.writeFile("work/a", "a\n");
+    // Every exec start is held at the proxy: the call blocks with no deadline of its own.
+    let release!: () => void;
+    const held = proxy.inject({
+      method: "POST",
+      path: /^\/exec\/[0-9a-f]{64}\/start$/,
+      occurrence: "every",
+      fault: { kind: "delay", until: new Promise<void>((resolve) => (release = resolve)) },
+    });
+    const deadline = (action: string) => (outcome: PromiseSettledResult<unknown>) => {
+      assert.equal(outcome.status, "rejected", `${action} did not fail`);
+      const error = (outcome as PromiseRejectedResult).reason;
+      assert.ok(error instanceof SandboxDeadlineError && error.code === "deadline", String(error));
+      assert.equal(
+        error.message,
+        `Cannot ${action}: it did not finish within 2000 ms (policy.deadlines.guestFileMs, which applies when options.deadlineAt is not set); ` +
+          "pass options.deadlineAt or raise policy.deadlines.guestFileMs",
+      );
+    };
+    // Three calls on two slots: each ends at its default deadline and gives its slot back.
+    deadline("read file")(await settledWithin("readFile", sandbox.readFile("work/a")));
+    deadline("write file")(await settledWithin("writeFile", sandbox.writeFile("work/b", "b\n")));
+    deadline("read file")(await settledWithin("readFile", sandbox.readFile("work/a")));
+    held.remove();
+    release();
+    // A caller's own deadline still wins over the default.
+    assert.equal(decoder.decode(await sandbox.readFile("work/a", { deadlineAt: Date.now() + 60_000 })), "a\n");
+    await Promise.all([sandbox.readFile("work/a"), sandbox.writeFile("work/b", "b\n")]);
+  }, { via: proxy.endpoint, policy: { ...testPolicy, maxConcurrentProcesses: 2, deadlines: { guestFileMs: 2_000 } } });
+});
+
+/**
+ * A guest process that keeps sending SIGSTOP to every other process of the sandbox user
+ * (`kill -1`; the keeper and its guards run as another uid) and prints, whenever it changes,
+ * how many exec leaders (parent 0 in the guest) are stopped, with shell builtins only: every
+ * writer and reader started meanwhile stays in flight until compute goes away.
+ */
+const STOPPER = 'o=; while :; do kill -STOP -1 2>/dev/null; n=0; for d in /proc/[0-9]*; do read -r l 2>/dev/null < "$d/stat" || continue; ' +
+  'set -f; set -- ${l##*) }; set +f; [ "$1 $2" = "T 0" ] && n=$((n + 1)); done; [ "$n" = "$o" ] || { echo "$n"; o=$n; }; done';
+
+for (const way of ["the keeper is removed through the Engine API", "stop() is called"] as const) {
+  engineTest(`DockerSandbox writeFile and readFile in flight when ${way} reject with the stop cause, all 24`, async (engine) => {
+    await withSandbox(engine, async (sandbox) => {
+      await sandbox.writeFile("work/big", bytes(8 * 1024 * 1024, 3));
+      const stopper = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", STOPPER] }).start();
+      let stopped = 0;
+      const counting = (async () => {
+        let seen = "";
+        for await (const chunk of stopper.stdout) {
+          seen += decoder.decode(chunk);
+          const lines = seen.split("\n");
+          if (lines.length > 1) stopped = Number(lines.at(-2));
+        }
+      })().catch(() => {});
+      const data = new Blob([bytes(8 * 1024 * 1024, 4).slice().buffer]);
+      let settled = 0;
+      const calls = Array.from({ length: 24 }, (_, n) => {
+        const call: Promise<unknown> = n % 2 === 0 ? sandbox.readFile("work/big") : sandbox.writeFile(`work/w${n}`, data);
+        return settledWithin(`call #${n}`, call.finally(() => void (settled += 1)));
+      });
+      await eventually("all 24 helpers to be held in the guest", () => stopped + settled >= 24 ? true : undefined);
+      if (way === "stop() is called") await sandbox.stop();
+      else assert.equal(await removeContainer(engine, sandbox.resources.keeperId), true);
+      const outcomes = await Promise.all(calls);
+      const rejected = outcomes.filter((outcome) => outcome.status === "rejected").map((outcome) => (outcome as PromiseRejectedResult).reason);
+      for (const error of rejected) {
+        assert.ok(error instanceof SandboxStoppedError && error.code === "stopped", `not the stop cause: ${error}`);
+        assert.equal(error, sandbox.stopCause, "the sandbox's own stop cause");
+      }
+      assert.equal(rejected.length, 24, "every call was in flight");
+      assert.equal(sandbox.state, "stopped");
+      await counting;
+    }, { policy: { ...testPolicy, resources: { ...testPolicy.resources, pids: 1024 }, maxConcurrentProcesses: 32 } });
+  }, { timeout: 300_000 });
+}
+
+engineTest("DockerSandbox writeFile and readFile cut by an Engine connection fault reject with a real message and a cause; the file keeps its old bytes", async (engine) => {
+  await using proxy = await startFaultProxy({ upstream: endpoint! });
+  await withSandbox(engine, async (sandbox) => {
+    await sandbox.writeFile("work/target", "old\n");
+    await sandbox.writeFile("work/big", bytes(8 * 1024 * 1024, 6));
+    const engineFault = (action: string) => (error: unknown) => {
+      assert.ok(error instanceof SandboxEngineError && error.code === "engine", String(error));
+      assert.match(error.message, new RegExp(`^Cannot ${action} work/(target|big): `));
+      assert.doesNotMatch(error.message, /undefined/);
+      assert.ok(error.cause !== undefined, `no cause: ${error.message}`);
+      return true;
+    };
+    const execStart = { method: "POST", path: /^\/exec\/[0-9a-f]{64}\/start$/ } as const;
+    // The writer's connection is cut after 1 MiB of its 8 MiB went out.
+    const cutWrite = proxy.inject({ ...execStart, fault: { kind: "cut", afterRequestBytes: 1024 * 1024 } });
+    await assert.rejects(sandbox.writeFile("work/target", bytes(8 * 1024 * 1024, 7)), engineFault("write file"));
+    await cutWrite.applied;
+    // The reader's connection is cut after 100,000 bytes of its output came back.
+    const cutRead = proxy.inject({ ...execStart, fault: { kind: "cut", afterBodyBytes: 100_000 } });
+    await assert.rejects(sandbox.readFile("work/big"), engineFault("read file"));
+    await cutRead.applied;
+    assert.equal(sandbox.state, "running");
+    assert.equal(decoder.decode(await sandbox.readFile("work/target")), "old\n");
+  }, { via: proxy.endpoint });
 });

@@ -35,10 +35,14 @@ export class TransferGuard {
   constructor(action: string, options: NormalizedTransferOptions, stops: readonly AbortSignal[]) {
     this.#action = action;
     this.#options = options;
-    const { deadlineAt, signal } = options;
+    const { deadlineAt, deadlineDefault, signal } = options;
     if (deadlineAt !== undefined) {
       const left = deadlineAt - Date.now();
-      const expire = () => this.fail(new SandboxDeadlineError(`Cannot ${action}: its deadline ${new Date(deadlineAt).toISOString()} passed`));
+      const reason = deadlineDefault === undefined
+        ? `its deadline ${new Date(deadlineAt).toISOString()} passed`
+        : `it did not finish within ${deadlineDefault.ms} ms (${deadlineDefault.source}, which applies when options.deadlineAt is not set); ` +
+          `pass options.deadlineAt or raise ${deadlineDefault.source}`;
+      const expire = () => this.fail(new SandboxDeadlineError(`Cannot ${action}: ${reason}`));
       if (left <= 0) expire();
       else this.#cleanups.push(setLongTimeout(expire, left));
     }

@@ -8,25 +8,32 @@
  * `docker cp` symlink-swap race, CVE-2018-15664).
  *
  * The image must provide `/bin/sh` with `cat`, `chmod`, `mkdir`, `mv`, `rm` and `wc` on `PATH`
- * for `writeFile`, and `head` for `readFile` (busybox provides them all); a missing tool
- * fails with `SandboxUnsupportedError` naming it.
+ * for `writeFile`, and `head` (and `/proc`, which every container has) for `readFile`
+ * (busybox provides them all); a missing tool fails with `SandboxUnsupportedError` naming it.
+ *
+ * Every call is bounded: by `options.deadlineAt`, or else by `policy.deadlines.guestFileMs`
+ * from the call. A helper that fails while compute goes away reports the sandbox's stop
+ * cause (see `_stop_cause.ts`), never a defect of the path or the image.
  *
  * @module
  */
 import {
   SandboxConfigurationError,
   SandboxEngineError,
-  type SandboxError,
+  SandboxError,
   SandboxQuotaError,
   SandboxUnsupportedError,
 } from "../../sandbox/errors.ts";
 import type { NormalizedReadFile, NormalizedWriteFile } from "../../sandbox/guest_files.ts";
-import { FIXED_GUEST_ENV } from "../../sandbox/process.ts";
+import { FIXED_GUEST_ENV, type SandboxExitReceipt, type SandboxKillReason } from "../../sandbox/process.ts";
 import type { SandboxTransferReceipt } from "../../sandbox/transfer.ts";
+import type { NormalizedTransferOptions } from "../../sandbox/_transfer_input.ts";
+import { reasonOf } from "../../sandbox/_reason.ts";
 import { WORKSPACE_PATH } from "../workload.ts";
 import { type DockerProcess, type ProcessHost, startGuestProcess } from "../process.ts";
 import { concatBytes } from "../../streams/concat_bytes.ts";
-import { asSandboxError } from "../_engine_errors.ts";
+import { setLongTimeout } from "../_long_timer.ts";
+import { stopCauseOf } from "./_stop_cause.ts";
 import { TransferGuard } from "./_transfer_guard.ts";
 
 /** Exit code of the scripts for a tool the image lacks (its name on stderr). */
@@ -54,16 +61,46 @@ export const WRITER_SCRIPT = "for t in cat chmod mkdir mv rm wc; do command -v \
 
 /**
  * The reader: `sh -c READER sh ./<path> <count>`: `head -c <count>` of the path when it is a
- * regular file (symlinks followed inside the guest).
+ * regular file (symlinks followed inside the guest). The path is checked first, so a FIFO or
+ * device found there is never opened; then it is opened once, and what was opened is checked
+ * again through `/proc/self/fd/3` and read from there, so a path the guest swaps meanwhile
+ * (a file for a FIFO, say) is read whole or refused, never opened twice. Opening a FIFO to
+ * read blocks until it has a writer; opening it read-write never does (Linux), so the open
+ * is read-write (`<>`) wherever the sandbox user may write, and the reader holds that only
+ * while it checks: `head` reads a fresh read-only open of the same file. Where that user may
+ * not write (a read-only file or mount), the open is read-only. `<>` creates a missing file:
+ * under `umask 777` one removed between the check and the open comes back empty with mode
+ * 0000, which the sandbox user cannot read, so the reader reports it as missing.
  */
 export const READER_SCRIPT = 'command -v head >/dev/null 2>&1 || { echo head >&2; exit 120; }; p=$1; ' +
-  '[ -e "$p" ] || exit 124; [ -d "$p" ] && exit 121; [ -f "$p" ] || exit 123; exec head -c "$2" "$p"';
+  '[ -e "$p" ] || exit 124; [ -d "$p" ] && exit 121; [ -f "$p" ] || exit 123; umask 777; ' +
+  '{ command exec 3<>"$p"; } 2>/dev/null || command exec 3<"$p" || exit 1; ' +
+  '[ -d /proc/self/fd/3 ] && exit 121; [ -f /proc/self/fd/3 ] || exit 123; [ -r /proc/self/fd/3 ] || exit 124; ' +
+  'exec head -c "$2" </proc/self/fd/3 3<&-';
 
 /** Most stderr bytes of a helper kept for the error message. */
 const MAX_MESSAGE_BYTES = 4096;
 
 /** Bound on a helper's unread output, bytes (its output is read as it arrives). */
 const HELPER_BUFFER_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Exit codes with which a script answers for the path or the image itself; any other failure
+ * (a signal, `/bin/sh` not run, a lost exec, a broken connection) may come from compute going
+ * away, and is judged by {@linkcode failureOf}.
+ */
+const ANSWERS: ReadonlySet<number> = new Set([1, MISSING_TOOL, IS_DIRECTORY, SHORT_INPUT, NOT_REGULAR, MISSING]);
+
+/** Codes of the failures of a helper's exchange with the Engine (reported as `SandboxEngineError`s naming the call). */
+const EXCHANGE_FAULTS: ReadonlySet<string> = new Set(["engine", "framing"]);
+
+/** What a helper is, for its messages. */
+interface HelperCall {
+  /** "write file" / "read file". */
+  readonly action: "write file" | "read file";
+  /** The canonical path. */
+  readonly path: string;
+}
 
 function helper(host: ProcessHost, argv: readonly string[], action: string, guard: TransferGuard): Promise<DockerProcess> {
   return startGuestProcess(host, {
@@ -80,6 +117,18 @@ function helper(host: ProcessHost, argv: readonly string[], action: string, guar
   }, action, { signal: guard.signal });
 }
 
+/**
+ * The bounds of one call: the caller's `deadlineAt`, or else `policy.deadlines.guestFileMs`
+ * from now (so no writer or reader runs without bound), its signal and the sandbox's stop.
+ */
+function guardOf(host: ProcessHost, action: string, options: NormalizedTransferOptions): TransferGuard {
+  const ms = host.policy.deadlines.guestFileMs;
+  const bounded = options.deadlineAt !== undefined
+    ? options
+    : { ...options, deadlineAt: Date.now() + ms, deadlineDefault: { ms, source: "policy.deadlines.guestFileMs" } };
+  return new TransferGuard(action, bounded, [host.stopping]);
+}
+
 /** The start of a helper's stderr, as text. */
 async function message(stderr: ReadableStream<Uint8Array>): Promise<string> {
   const bytes = new Uint8Array(MAX_MESSAGE_BYTES);
@@ -92,9 +141,14 @@ async function message(stderr: ReadableStream<Uint8Array>): Promise<string> {
   return new TextDecoder().decode(bytes.subarray(0, length)).trim();
 }
 
-/** The error of a helper that exited with `code`. */
-function helperError(code: number, text: string, action: string, path: string, tools: string): SandboxError {
+/**
+ * The error of a script that answered with `code` (one of {@linkcode ANSWERS}, or 126/127, or
+ * another); `cause` (what cut a write short: the stdin failure, or the receipt) for
+ * {@linkcode SHORT_INPUT}, an Engine-side failure.
+ */
+function helperError(code: number, text: string, { action, path }: HelperCall, tools: string, cause?: unknown): SandboxError {
   const where = `Cannot ${action} ${path}`;
+  const unchanged = action === "write file" ? "; the file is unchanged" : "";
   if (code === MISSING_TOOL) {
     return new SandboxUnsupportedError(`${where}: the image has no ${text} on PATH; ${action === "write file" ? "writeFile" : "readFile"} needs /bin/sh with ${tools} (busybox provides them)`);
   }
@@ -104,8 +158,48 @@ function helperError(code: number, text: string, action: string, path: string, t
   if (code === IS_DIRECTORY) return new SandboxConfigurationError(`${where}: it is a directory in the guest; name a regular file`);
   if (code === MISSING) return new SandboxConfigurationError(`${where}: it does not exist in the guest (paths are relative to /workspace: work/… for the work directory)`);
   if (code === NOT_REGULAR) return new SandboxConfigurationError(`${where}: it is not a regular file in the guest`);
-  if (code === SHORT_INPUT) return new SandboxEngineError(`${where}: the guest received fewer bytes than were sent; the file is unchanged`);
-  return new SandboxConfigurationError(`${where}: the guest refused it (exit code ${code}${text ? `: ${text}` : ""}); the file is unchanged`);
+  if (code === SHORT_INPUT) return new SandboxEngineError(`${where}: the guest received fewer bytes than were sent${unchanged}`, { cause });
+  return new SandboxConfigurationError(`${where}: the guest refused it (exit code ${code}${text ? `: ${text}` : ""})${unchanged}`);
+}
+
+/**
+ * The error of a helper that did not succeed. `exit` is its receipt, `undefined` when the call
+ * failed before one (a start, stdin or output failure); `fault` the first failure of its
+ * exchange with the Engine, if any; `text` its stderr. A script's own answer (an exit code of
+ * {@linkcode ANSWERS}, unless the write was cut short by `fault`) names the path's or the
+ * image's defect, and a refusal of the sandbox's own (a quota, a state) stands as it is;
+ * otherwise the sandbox's stop cause wins when compute went away, then `fault` (as a
+ * `SandboxEngineError` naming the call, `cause` the fault), then what the receipt says
+ * (`cause`: the receipt).
+ */
+async function failureOf(
+  host: ProcessHost,
+  exit: SandboxExitReceipt | undefined,
+  fault: unknown,
+  text: Promise<string>,
+  call: HelperCall,
+  tools: string,
+): Promise<SandboxError> {
+  const where = `Cannot ${call.action} ${call.path}`;
+  const unchanged = call.action === "write file" ? "; the file holds its old bytes or all new ones, never a part" : "";
+  // With a receipt, a stdin refused because the writer exited is explained by the receipt.
+  const broke = fault instanceof SandboxError && !EXCHANGE_FAULTS.has(fault.code) ? undefined : fault;
+  if (exit === undefined && fault instanceof SandboxError && !EXCHANGE_FAULTS.has(fault.code)) return fault;
+  if (exit?.kind === "exited" && ANSWERS.has(exit.code) && !(exit.code === SHORT_INPUT && broke !== undefined)) {
+    return helperError(exit.code, await text, call, tools, fault ?? exit);
+  }
+  const stopped = await stopCauseOf(host, exit);
+  if (stopped !== undefined) return stopped;
+  if (broke !== undefined || exit === undefined) {
+    return new SandboxEngineError(`${where}: ${broke === undefined ? "it failed without a receipt" : reasonOf(broke)}${unchanged}`, { cause: broke });
+  }
+  if (exit.kind === "exited") return helperError(exit.code, await text, call, tools);
+  if (exit.kind === "killed") {
+    return new SandboxEngineError(`${where}: its helper in the guest was ended (${exit.reason}, exit code ${exit.code})${unchanged}`, { cause: exit });
+  }
+  return new SandboxEngineError(`${where}: the Engine no longer knows its helper's exec, though the keeper runs (was the Engine restarted?)${unchanged}`, {
+    cause: exit,
+  });
 }
 
 /** `task`, or the guard's failure as soon as there is one. */
@@ -118,27 +212,57 @@ function guarded<T>(task: Promise<T>, guard: TransferGuard): Promise<T> {
   });
 }
 
+/** The failure to report for `error` thrown out of a call: the guard's, else the judged one (which becomes the guard's). */
+async function settled(host: ProcessHost, guard: TransferGuard, error: unknown, judged: boolean, call: HelperCall, tools: string): Promise<SandboxError> {
+  if (guard.failure !== undefined) return guard.failure;
+  if (judged) return guard.fail(error as SandboxError);
+  // A start, stdin or output failure: judged like a helper without a receipt, within the
+  // call's own bounds (a deadline passing meanwhile wins).
+  const failure = await guarded(failureOf(host, undefined, error, Promise.resolve(""), call, tools), guard).catch((late: unknown) => late as SandboxError);
+  return guard.failure ?? guard.fail(failure);
+}
+
+/** Kill reason of a helper ended because its call failed with `failure`. */
+function endReason(failure: SandboxError): SandboxKillReason {
+  return failure.code === "deadline" ? "timeout" : "aborted";
+}
+
+/** The tools the writer needs, for messages. */
+const WRITER_TOOLS = "cat, chmod, mkdir, mv, rm and wc";
+
 /**
- * Write one file through the guest (see the module doc).
+ * Write one file through the guest (see the module doc). Bounded by `options.deadlineAt`, or
+ * else by `policy.deadlines.guestFileMs`; a writer that still runs after its call failed gets
+ * `policy.deadlines.cleanupMs` to notice its closed stdin and remove its temporary file, and
+ * is then killed.
  *
  * @throws {SandboxQuotaError} when `data` exceeds `quota.bytes` (or `quota.files` is 0), before anything starts
- * @throws {SandboxDeadlineError} / {SandboxAbortedError} for the deadline and the signal (the file is unchanged)
+ * @throws {SandboxDeadlineError} / {SandboxAbortedError} for the deadline (the caller's or
+ *   the policy's, naming `policy.deadlines.guestFileMs`) and the signal (the file is unchanged)
  * @throws {SandboxUnsupportedError} when the image lacks a tool
  * @throws {SandboxConfigurationError} when the guest refuses the path (a directory, a
  *   read-only or missing place, no permission): the message quotes the guest
- * @throws {SandboxQuotaError} / {SandboxStateError} / {SandboxStoppedError} / {SandboxEngineError} as a process start does
+ * @throws {SandboxStoppedError} (or the sandbox's stop cause) when compute went away while it ran
+ * @throws {SandboxEngineError} when the exchange with the Engine broke (`cause`: what broke)
+ * @throws {SandboxQuotaError} / {SandboxStateError} as a process start does
  */
 export async function writeGuestFile(host: ProcessHost, request: NormalizedWriteFile): Promise<SandboxTransferReceipt> {
-  const action = "write file";
-  const guard = new TransferGuard(action, request.options, [host.stopping]);
+  const call: HelperCall = { action: "write file", path: request.path };
+  const guard = guardOf(host, call.action, request.options);
   const size = request.data.size;
+  let process: DockerProcess | undefined;
+  let exited = false;
+  let judged = false;
   try {
     guard.admit(request.path, size);
-    const process = await guarded(helper(host, ["/bin/sh", "-c", WRITER_SCRIPT, "sh", `./${request.path}`, request.mode.toString(8), String(size)], action, guard), guard);
-    const stdout = process.stdout.pipeTo(new WritableStream()).catch(() => {});
+    process = await guarded(helper(host, ["/bin/sh", "-c", WRITER_SCRIPT, "sh", `./${request.path}`, request.mode.toString(8), String(size)], call.action, guard), guard);
+    process.exit.then(() => (exited = true), () => {});
+    let fault: unknown;
+    const stdout = process.stdout.pipeTo(new WritableStream()).catch((error: unknown) => void (fault ??= error));
     const text = message(process.stderr).catch(() => "");
+    const stdin = process.stdin;
     const feed = (async () => {
-      const writer = process.stdin.getWriter();
+      const writer = stdin.getWriter();
       try {
         for await (const chunk of request.data.stream()) {
           if (guard.signal.aborted) break;
@@ -150,51 +274,71 @@ export async function writeGuestFile(host: ProcessHost, request: NormalizedWrite
         // the writer removes its temporary file instead of renaming it.
         await writer.close().catch(() => {});
       }
-    })();
+    })().catch((error: unknown) => void (fault ??= error));
+    // A stdin that fails (the writer exited, or its connection broke) is judged with the
+    // receipt, which follows either way.
     const [exit] = await guarded(Promise.all([process.exit, feed, stdout]), guard);
     guard.check();
-    if (exit.kind === "unavailable") throw host.stopping.reason as SandboxError;
-    if (exit.code !== 0) throw helperError(exit.code, await text, action, request.path, "cat, chmod, mkdir, mv, rm and wc");
-    return Object.freeze({ files: 1, bytes: size });
+    if (exit.kind === "exited" && exit.code === 0) return Object.freeze({ files: 1, bytes: size });
+    judged = true;
+    throw await guarded(failureOf(host, exit, fault, text, call, WRITER_TOOLS), guard);
   } catch (error) {
-    throw guard.settle(error, (cause) => asSandboxError(cause, action));
+    const failure = await settled(host, guard, error, judged, call, WRITER_TOOLS);
+    if (process !== undefined && !exited && !host.stopping.aborted) endLater(host, process, endReason(failure));
+    throw failure;
   } finally {
     guard.dispose();
   }
 }
 
 /**
- * Read one file through the guest (see the module doc).
+ * End `process` for `reason` unless it exits within `policy.deadlines.cleanupMs`: a writer
+ * whose call failed has had its stdin closed, and removes its temporary file on its own.
+ */
+function endLater(host: ProcessHost, process: DockerProcess, reason: SandboxKillReason): void {
+  const cancel = setLongTimeout(() => void process.end(reason).catch(() => {}), host.policy.deadlines.cleanupMs);
+  process.exit.then(cancel, cancel);
+}
+
+/**
+ * Read one file through the guest (see the module doc). Bounded by `options.deadlineAt`, or
+ * else by `policy.deadlines.guestFileMs`; a reader that still runs after its call failed is
+ * killed.
  *
  * @throws {SandboxQuotaError} when the file holds more than `maxBytes`
- * @throws {SandboxDeadlineError} / {SandboxAbortedError} for the deadline and the signal (the reader is killed)
+ * @throws {SandboxDeadlineError} / {SandboxAbortedError} for the deadline (the caller's or
+ *   the policy's, naming `policy.deadlines.guestFileMs`) and the signal (the reader is killed)
  * @throws {SandboxUnsupportedError} when the image lacks `head`
  * @throws {SandboxConfigurationError} when the path is missing, a directory, not a regular
- *   file, or unreadable in the guest
- * @throws {SandboxQuotaError} / {SandboxStateError} / {SandboxStoppedError} / {SandboxEngineError} as a process start does
+ *   file (a FIFO, a device; also one swapped in while it is opened), or unreadable in the guest
+ * @throws {SandboxStoppedError} (or the sandbox's stop cause) when compute went away while it ran
+ * @throws {SandboxEngineError} when the exchange with the Engine broke (`cause`: what broke)
+ * @throws {SandboxQuotaError} / {SandboxStateError} as a process start does
  */
 export async function readGuestFile(host: ProcessHost, request: NormalizedReadFile): Promise<Uint8Array> {
-  const action = "read file";
-  const guard = new TransferGuard(action, request.options, [host.stopping]);
+  const call: HelperCall = { action: "read file", path: request.path };
+  const guard = guardOf(host, call.action, request.options);
   const { maxBytes } = request;
   let process: DockerProcess | undefined;
   let exited = false;
+  let judged = false;
   try {
     guard.admit(request.path, 0);
-    process = await guarded(helper(host, ["/bin/sh", "-c", READER_SCRIPT, "sh", `./${request.path}`, String(maxBytes + 1)], action, guard), guard);
+    process = await guarded(helper(host, ["/bin/sh", "-c", READER_SCRIPT, "sh", `./${request.path}`, String(maxBytes + 1)], call.action, guard), guard);
     process.exit.then(() => (exited = true), () => {});
     await process.stdin.close().catch(() => {});
     const chunks: Uint8Array[] = [];
     let length = 0;
+    const stdout = process.stdout;
     const collect = (async () => {
-      for await (const chunk of process!.stdout) {
+      for await (const chunk of stdout) {
         if (length + chunk.byteLength > maxBytes) {
           const bound = request.maxBytesDefault === undefined
             ? "options.maxBytes); raise options.maxBytes"
             : `${request.maxBytesDefault}, which applies when options.maxBytes is not set); pass options.maxBytes`;
           throw guard.fail(
             new SandboxQuotaError(
-              `Cannot ${action} ${request.path}: it holds more than ${maxBytes} bytes (${bound} (up to 1 GiB) or export it with exportTree after stop()`,
+              `Cannot ${call.action} ${request.path}: it holds more than ${maxBytes} bytes (${bound} (up to 1 GiB) or export it with exportTree after stop()`,
             ),
           );
         }
@@ -206,13 +350,13 @@ export async function readGuestFile(host: ProcessHost, request: NormalizedReadFi
     const text = message(process.stderr).catch(() => "");
     const [exit] = await guarded(Promise.all([process.exit, collect]), guard);
     guard.check();
-    if (exit.kind === "unavailable") throw host.stopping.reason as SandboxError;
-    if (exit.code !== 0) throw helperError(exit.code, await text, action, request.path, "head");
-    return concatBytes(chunks);
+    if (exit.kind === "exited" && exit.code === 0) return concatBytes(chunks);
+    judged = true;
+    throw await guarded(failureOf(host, exit, undefined, text, call, "head"), guard);
   } catch (error) {
-    const failure = guard.settle(error, (cause) => asSandboxError(cause, action));
-    // A reader that may still run (a deadline, a signal, a FIFO it blocks on): end it.
-    if (process !== undefined && !exited && !host.stopping.aborted) process.end(failure.code === "deadline" ? "timeout" : "aborted").catch(() => {});
+    const failure = await settled(host, guard, error, judged, call, "head");
+    // A reader that may still run (a deadline, a signal, a guest that stopped it): end it.
+    if (process !== undefined && !exited && !host.stopping.aborted) process.end(endReason(failure)).catch(() => {});
     throw failure;
   } finally {
     guard.dispose();

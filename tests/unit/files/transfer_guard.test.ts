@@ -60,6 +60,22 @@ test("TransferGuard fails at once for a deadline in the past and later for a fut
   assert.ok(failure instanceof SandboxDeadlineError);
 });
 
+test("TransferGuard names the option to raise when a backend's default deadline passes", async () => {
+  const guard = new TransferGuard(
+    "read file",
+    options({ deadlineAt: Date.now() + 20, deadlineDefault: { ms: 20, source: "policy.deadlines.guestFileMs" } }),
+    [],
+  );
+  await new Promise((resolve) => guard.signal.addEventListener("abort", resolve, { once: true }));
+  const failure: unknown = guard.failure;
+  assert.ok(failure instanceof SandboxDeadlineError && failure.code === "deadline");
+  assert.equal(
+    failure.message,
+    "Cannot read file: it did not finish within 20 ms (policy.deadlines.guestFileMs, which applies when options.deadlineAt is not set); " +
+      "pass options.deadlineAt or raise policy.deadlines.guestFileMs",
+  );
+});
+
 test("TransferGuard reports the caller's abort and the sandbox's stop; the first failure wins", () => {
   const caller = new AbortController();
   const stop = new AbortController();

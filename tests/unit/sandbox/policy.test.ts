@@ -21,7 +21,7 @@ test("normalizePolicy fills every default", () => {
   const policy = normalizePolicy({ resources });
   assert.deepEqual(policy, {
     execution: { kind: "until_stopped" },
-    deadlines: { startupMs: 60_000, cleanupMs: 30_000 },
+    deadlines: { startupMs: 60_000, cleanupMs: 30_000, guestFileMs: 60_000 },
     resources,
     network: "isolated",
     workspaceDiskQuota: { kind: "not_requested" },
@@ -64,7 +64,7 @@ test("normalizePolicy returns a deeply frozen copy", () => {
 test("normalizePolicy keeps explicit values", () => {
   const policy = normalizePolicy({
     execution: { kind: "deadline", timeoutMs: 30 * 24 * 3_600_000 },
-    deadlines: { startupMs: 2 ** 31 - 1, cleanupMs: 1 },
+    deadlines: { startupMs: 2 ** 31 - 1, cleanupMs: 1, guestFileMs: 1 },
     resources: { cpus: 0.5, memoryBytes: 6 * MIB, pids: 4_194_304 },
     network: "outbound",
     workspaceDiskQuota: { kind: "required", bytes: 10 * MIB, accounting: "allocated_blocks" },
@@ -72,7 +72,7 @@ test("normalizePolicy keeps explicit values", () => {
     ulimits: { nofile: 16, nproc: 8, msgqueue: 0, memlock: 6 * MIB, sigpending: 0 },
   });
   assert.deepEqual(policy.execution, { kind: "deadline", timeoutMs: 2_592_000_000 });
-  assert.deepEqual(policy.deadlines, { startupMs: 2 ** 31 - 1, cleanupMs: 1 });
+  assert.deepEqual(policy.deadlines, { startupMs: 2 ** 31 - 1, cleanupMs: 1, guestFileMs: 1 });
   assert.equal(policy.network, "outbound");
   assert.deepEqual(policy.workspaceDiskQuota, {
     kind: "required",
@@ -183,6 +183,8 @@ test("normalizePolicy rejects invalid fields naming the field path", () => {
     [{ resources, deadlines: { startupMs: 0 } }, "policy.deadlines.startupMs"],
     [{ resources, deadlines: { startupMs: 2 ** 31 } }, "policy.deadlines.startupMs"],
     [{ resources, deadlines: { cleanupMs: 1.5 } }, "policy.deadlines.cleanupMs"],
+    [{ resources, deadlines: { guestFileMs: 0 } }, "policy.deadlines.guestFileMs"],
+    [{ resources, deadlines: { guestFileMs: 2 ** 31 } }, "policy.deadlines.guestFileMs"],
     [{ resources, deadlines: { executionMs: 1000 } }, "policy.deadlines.executionMs"],
     [{ resources, network: "host" }, "policy.network"],
     [{ resources, workspaceDiskQuota: { kind: "soft" } }, "policy.workspaceDiskQuota.kind"],
