@@ -71,8 +71,9 @@ export {
   type DockerSandboxPoolOptions,
   MAX_POOL_SIZE,
   type DockerSandboxPoolBackend,
+  type DockerSandboxPoolReservation,
 } from "./lib/docker/pool.ts";
-export { DockerProcess, DockerProcessReservation } from "./lib/docker/process.ts";
+export { DockerProcess, DockerProcessReservation } from "./lib/docker/process/process.ts";
 export { importDirectory } from "./lib/docker/files/import_directory.ts";
 export { DEFAULT_EXPORT_MODE_MASK, exportToDirectory, type ExportToDirectoryOptions } from "./lib/docker/files/export_to_directory.ts";
 export {
@@ -80,7 +81,7 @@ export {
   type DockerSandboxProfile,
   type DockerSandboxProfileRow,
 } from "./lib/docker/profiles.ts";
-export { admitDaemon, admitHost, type DaemonAdmission, unmetDaemonRequirements } from "./lib/docker/admission.ts";
+export { admitDaemon, admitHost, type DaemonAdmission, unmetDaemonRequirements } from "./lib/docker/admission/daemon.ts";
 export { LABELS, type SandboxResourceNames, type SandboxResourceRole } from "./lib/docker/names.ts";
 export {
   backendRevision,
@@ -90,17 +91,17 @@ export {
   type RecoveryIdentity,
   type RecoveryResource,
   type RecoveryResourceState,
-} from "./lib/docker/recovery_record.ts";
+} from "./lib/docker/recovery/record.ts";
 export {
   checkRecoveryRecord,
   type DockerSandboxCleanupReport,
   type DockerSandboxRecoverOptions,
   type DockerSandboxRecovery,
   type DockerSandboxSquattedName,
-} from "./lib/docker/recover.ts";
-export type { RecoveryLockOwner, RecoveryLocks, RecoveryLockState } from "./lib/docker/recovery_lock.ts";
-export { GUEST_DEADLINE_GRACE_MS } from "./lib/docker/controller_lease.ts";
-export { createFileRecoveryStore, type FileRecoveryStore, type StoredRecoveryRecord } from "./lib/docker/recovery_store.ts";
+} from "./lib/docker/recovery/recover.ts";
+export type { RecoveryLockOwner, RecoveryLocks, RecoveryLockState } from "./lib/docker/recovery/lock.ts";
+export { GUEST_DEADLINE_GRACE_MS } from "./lib/docker/keeper/guards.ts";
+export { createFileRecoveryStore, type FileRecoveryStore, type StoredRecoveryRecord } from "./lib/docker/recovery/store.ts";
 export {
   DockerEngine,
   type DockerEngineMethod,

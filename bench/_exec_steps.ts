@@ -1,4 +1,4 @@
-// The exec round trip the way `DockerProcessReservation.start()` (lib/docker/process.ts)
+// The exec round trip the way `DockerProcessReservation.start()` (lib/docker/process/process.ts)
 // does it, from our lower-level pieces, plus the exit-receipt poll of its `observeExit`.
 import { demultiplex } from "../lib/engine/frames/demultiplex.ts";
 import { createExec, inspectExec, startExec } from "../lib/engine/exec.ts";
@@ -6,7 +6,7 @@ import type { DockerEngine } from "../lib/engine/client.ts";
 import { drain, sleep } from "./_setup.ts";
 import { mark } from "./_trace.ts";
 
-/** The wrapper `process.start()` runs every executable under (copied from lib/docker/process.ts). */
+/** The wrapper `process.start()` runs every executable under (copied from lib/docker/process/process.ts). */
 export const OOM_WRAPPER = 'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; exec "$0" "$@"';
 
 /** Default `maxBufferedOutputBytes` of a process: 4 MiB. */

@@ -7,7 +7,7 @@
 // calls over bare sockets with no client library (bench/_exec_floor.ts: `node:net`, and on
 // Deno and Bun the native socket; a connection per call, and kept alive), so the Engine's own
 // share of the time shows: what no client can go below.
-import { processMark, wrappedCommand } from "../lib/docker/process.ts";
+import { processMark, wrappedCommand } from "../lib/docker/process/process.ts";
 import type { DockerSandbox } from "../lib/docker/sandbox.ts";
 import { type DockerodeClient, dockerodeExec } from "./_dockerode.ts";
 import { type FloorSocket, rawSocketExec } from "./_exec_floor.ts";

@@ -38,7 +38,7 @@ import { pipeline } from "node:stream/promises";
 import type Docker from "dockerode";
 import { fileURLToPath } from "node:url";
 import { createDockerSandboxBackend, type DockerSandbox, DockerEngine, importDirectory } from "../mod.ts";
-import { normalizeTransferOptions } from "../lib/sandbox/_transfer_input.ts";
+import { normalizeTransferOptions } from "../lib/sandbox/transfer_input.ts";
 import { openExport } from "../lib/docker/files/export_tree.ts";
 import { importTreeInto } from "../lib/docker/files/import_tree.ts";
 import { TransferGuard } from "../lib/docker/files/_transfer_guard.ts";

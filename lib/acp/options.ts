@@ -24,8 +24,8 @@ import type {
   WriteTextFileResponse,
 } from "./protocol.ts";
 import { z } from "zod";
-import { pathDefect } from "../sandbox/_path_defects.ts";
-import { expect, parseConfiguration } from "../sandbox/_zod_issues.ts";
+import { pathDefect } from "../internal/path_defects.ts";
+import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 import type { AcpPermissionRequest } from "./permission.ts";
 
 const MIB = 1024 * 1024;

@@ -9,8 +9,8 @@ import {
   SandboxFramingError,
   SandboxOutputLimitError,
 } from "../sandbox/errors.ts";
-import { denialReason, denoPermissionDenial } from "../sandbox/_deno_permission.ts";
-import { reasonOf } from "../sandbox/_reason.ts";
+import { denialReason, denoPermissionDenial } from "../internal/deno_permission.ts";
+import { reasonOf } from "../internal/reason.ts";
 
 /** What a failed connect's system error code means for the caller, and what to do. */
 const CONNECT_ADVICE: Readonly<Record<string, string>> = {

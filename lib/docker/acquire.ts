@@ -21,13 +21,13 @@ import { createContainer, inspectContainer, startContainer } from "../engine/con
 import { inspectImage } from "../engine/images.ts";
 import { createNetwork, inspectNetwork } from "../engine/networks.ts";
 import { createVolume, inspectVolume } from "../engine/volumes.ts";
-import { admitDaemon, admitForwarding, admitHost, admitResources } from "./admission.ts";
-import { combinedLease, type ControllerLease, startControllerLease, startProxyLease } from "./controller_lease.ts";
+import { admitDaemon, admitForwarding, admitHost, admitResources } from "./admission/daemon.ts";
+import { combinedLease, type ControllerLease, startControllerLease, startProxyLease } from "./keeper/guards.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
-import { admitImage } from "./image_admission.ts";
+import { admitImage } from "./admission/image.ts";
 import { labelsMatch, resourceLabels, type SandboxResourceNames, type SandboxResourceRole } from "./names.ts";
-import { portLocks } from "./recovery_lock.ts";
-import { RecoveryLog } from "./recovery_log.ts";
+import { portLocks } from "./recovery/lock.ts";
+import { RecoveryLog } from "./recovery/log.ts";
 import {
   backendRevision,
   configurationDigest,
@@ -35,16 +35,16 @@ import {
   plannedRecord,
   policyDigest,
   type RecoveryIdentity,
-} from "./recovery_record.ts";
-import { createRecorded, isOwned, removeAllRecorded, RESOURCE_TABLE } from "./resources.ts";
-import { verifySpillDirectory } from "./spill_directory.ts";
+} from "./recovery/record.ts";
+import { createRecorded, isOwned, removeAllRecorded, RESOURCE_TABLE } from "./recovery/resources.ts";
+import { verifySpillDirectory } from "./admission/spill_directory.ts";
 import { asSandboxError, rephrased } from "./_engine_errors.ts";
-import { verifyWorkload, type WorkloadSpec, keeperCreateBody } from "./workload.ts";
-import { imageMountCount, keeperMounts } from "./mounts.ts";
+import { verifyWorkload, type WorkloadSpec, keeperCreateBody } from "./keeper/spec.ts";
+import { imageMountCount, keeperMounts } from "./keeper/mounts.ts";
 import { admitDatasetEngine, admitDatasetImages } from "./datasets/admission.ts";
 import { missingSubpathError } from "./datasets/missing_subpath.ts";
 import { assertCreateWarnings } from "./datasets/warnings.ts";
-import { createWorkDirectory } from "./work_directory.ts";
+import { createWorkDirectory } from "./keeper/work_directory.ts";
 import { type AcquiredEgress, acquireEgress } from "./egress/acquire_egress.ts";
 import { admitEgress } from "./egress/admission.ts";
 import { egressGuestEnv } from "./egress/guest_env.ts";

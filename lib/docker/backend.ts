@@ -9,10 +9,10 @@ import { assertSupportedDiskQuota, normalizePolicy, type SandboxPolicy } from ".
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
 import { DockerEngine } from "../engine/client.ts";
 import { acquireSandbox, type DaemonVersionMemo } from "./acquire.ts";
-import { admitPolicy } from "./admission.ts";
+import { admitPolicy } from "./admission/daemon.ts";
 import { type DockerSandboxBackendConfig, type DockerSandboxBackendSettings, normalizeBackendConfig } from "./config.ts";
 import { newReservationId, resourceNames, type SandboxResourceNames } from "./names.ts";
-import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSandbox } from "./recover.ts";
+import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSandbox } from "./recovery/recover.ts";
 import { createDockerSandboxPool, type DockerSandboxPool, type DockerSandboxPoolOptions } from "./pool.ts";
 import { DockerSandbox } from "./sandbox.ts";
 import { assertEgressConfigured } from "./egress/configuration.ts";

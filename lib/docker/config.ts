@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { parseConfiguration } from "../sandbox/_zod_issues.ts";
+import { parseConfiguration } from "../internal/zod_issues.ts";
 import { SandboxConfigurationError } from "../sandbox/errors.ts";
 import { endpointDefect } from "../engine/endpoint.ts";
 import { DOCKER_SANDBOX_PROFILES, type DockerSandboxProfile, type DockerSandboxProfileRow } from "./profiles.ts";

@@ -11,8 +11,7 @@ import { z } from "zod";
 import type { SandboxRecoveryPort, SandboxRequest } from "../sandbox/backend.ts";
 import { SandboxAbortedError, SandboxEngineError, type SandboxError, SandboxStateError } from "../sandbox/errors.ts";
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
-import { expect, parseConfiguration } from "../sandbox/_zod_issues.ts";
-import type { DockerSandboxReservation } from "./backend.ts";
+import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 import type { DockerSandbox } from "./sandbox.ts";
 
 /** Largest {@linkcode DockerSandboxPoolOptions.size}: 16 sandboxes. */
@@ -74,10 +73,16 @@ export interface DockerSandboxPool {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** What the pool needs of a reservation: its start (`DockerSandboxReservation.start`). */
+export interface DockerSandboxPoolReservation {
+  /** As `DockerSandboxReservation.start`: start it, ended early by `options.signal`. */
+  start(options?: SandboxStartOptions): Promise<DockerSandbox>;
+}
+
 /** What the pool needs of a backend: reserving with the caller's port. */
 export interface DockerSandboxPoolBackend {
   /** As `DockerSandboxBackend.reserve`. */
-  reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation;
+  reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxPoolReservation;
 }
 
 const ACTION = "create sandbox pool";
@@ -130,9 +135,9 @@ class WarmPool implements DockerSandboxPool {
   /** Destroys of members that stopped while waiting, or arrived after close. */
   readonly #discarding = new Set<Promise<unknown>>();
   #closed: Promise<void> | undefined;
-  #next: DockerSandboxReservation | undefined;
+  #next: DockerSandboxPoolReservation | undefined;
 
-  constructor(backend: DockerSandboxPoolBackend, options: DockerSandboxPoolOptions, first: DockerSandboxReservation) {
+  constructor(backend: DockerSandboxPoolBackend, options: DockerSandboxPoolOptions, first: DockerSandboxPoolReservation) {
     this.size = options.size;
     this.#backend = backend;
     this.#request = options.request;

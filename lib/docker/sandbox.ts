@@ -31,21 +31,21 @@ import {
   type SandboxImportOptions,
   type SandboxTransferReceipt,
 } from "../sandbox/transfer.ts";
-import { normalizeTransferOptions, parseExportSelection } from "../sandbox/_transfer_input.ts";
+import { normalizeTransferOptions, parseExportSelection } from "../sandbox/transfer_input.ts";
 import type { DockerEngine } from "../engine/client.ts";
 import { inspectContainer } from "../engine/containers.ts";
-import { watchContainer } from "./container_watch.ts";
+import { watchContainer } from "./keeper/container_watch.ts";
 import type { AcquiredSandbox } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
-import { guardLoss } from "./controller_lease.ts";
-import { armExecutionDeadline } from "./execution_deadline.ts";
+import { guardLoss } from "./keeper/guards.ts";
+import { armExecutionDeadline } from "./process/execution_deadline.ts";
 import { resourceLabels, type SandboxResourceNames } from "./names.ts";
-import { DockerProcessReservation, type ProcessHost } from "./process.ts";
-import { ProcessRegistry } from "./process_registry.ts";
-import { runToEnd } from "./run.ts";
+import { DockerProcessReservation, type ProcessHost } from "./process/process.ts";
+import { ProcessRegistry } from "./process/registry.ts";
+import { runToEnd } from "./process/run.ts";
 import { asSandboxError } from "./_engine_errors.ts";
 import { type AccessorContext, createAccessor, verifyAccessor } from "./files/accessor.ts";
-import { removeAllRecorded, removeRecorded } from "./resources.ts";
+import { removeAllRecorded, removeRecorded } from "./recovery/resources.ts";
 import { claimExportSlot } from "./files/_export_slot.ts";
 import { openExport } from "./files/export_tree.ts";
 import { importTreeInto } from "./files/import_tree.ts";
@@ -175,7 +175,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
 
   /**
    * Notice a keeper that stops on its own (killed from inside, OOM, removed from outside):
-   * one long poll per sandbox, renewed and re-armed (`container_watch.ts`: a lost reply
+   * one long poll per sandbox, renewed and re-armed (`keeper/container_watch.ts`: a lost reply
    * delays the notice by 30 s at most). When it answers while the sandbox is running, the
    * sandbox stops (and cleans up) with a `SandboxStoppedError`; an Engine that answers no
    * watch for `deadlines.cleanupMs` stops it with a `SandboxEngineError`. Ends with `stop()`.
@@ -230,7 +230,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
 
   /**
    * The first process started: with policy `execution: { kind: "deadline" }` the sandbox's
-   * execution deadline starts now, once (see `execution_deadline.ts`).
+   * execution deadline starts now, once (see `process/execution_deadline.ts`).
    */
   #processStarted(): Promise<void> {
     const execution = this.#policy.execution;

@@ -10,8 +10,8 @@ import { z } from "zod";
 import { SandboxConfigurationError } from "./errors.ts";
 import { parseSandboxRelativePath } from "./paths.ts";
 import type { SandboxTransferOptions, SandboxTransferReceipt } from "./transfer.ts";
-import { normalizeTransferOptions, type NormalizedTransferOptions } from "./_transfer_input.ts";
-import { expect, parseConfiguration } from "./_zod_issues.ts";
+import { normalizeTransferOptions, type NormalizedTransferOptions } from "./transfer_input.ts";
+import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 
 /**
  * Default of {@linkcode SandboxReadFileOptions.maxBytes}, in bytes: 16 MiB.

@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { broadWildcardDefect } from "./_public_suffixes.ts";
-import { expect, issueWording } from "./_zod_issues.ts";
+import { expect, issueWording } from "../internal/zod_issues.ts";
 
 /**
  * Most entries of `hosts`, of `addresses` and of `resolve` each: 256.

@@ -5,7 +5,7 @@
  * @module
  */
 import { SandboxConfigurationError } from "./errors.ts";
-import { pathDefect } from "./_path_defects.ts";
+import { pathDefect } from "../internal/path_defects.ts";
 
 /**
  * Validates a canonical relative path and returns it unchanged.

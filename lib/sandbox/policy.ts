@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { SandboxConfigurationError, SandboxUnsupportedError } from "./errors.ts";
-import { expect, integerFrom, parseConfiguration } from "./_zod_issues.ts";
+import { expect, integerFrom, parseConfiguration } from "../internal/zod_issues.ts";
 import {
   normalizeAllowlist,
   type SandboxAllowlistNetwork,

@@ -7,8 +7,8 @@
 import { z } from "zod";
 import { SandboxConfigurationError } from "./errors.ts";
 import type { SandboxStartOptions } from "./start_options.ts";
-import { pathDefect } from "./_path_defects.ts";
-import { expect, parseConfiguration } from "./_zod_issues.ts";
+import { pathDefect } from "../internal/path_defects.ts";
+import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 
 /**
  * Environment every guest process receives. A request may repeat these names only with these

@@ -8,7 +8,7 @@
 import { z } from "zod";
 import type { SandboxError } from "./errors.ts";
 import { argsSchema, executableSchema, guestEnvironment, processOptionFields, type SandboxExitReceipt, type SandboxStderrMode } from "./process.ts";
-import { expect, parseConfiguration } from "./_zod_issues.ts";
+import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 
 /**
  * Default of {@linkcode SandboxRunOptions.maxOutputBytes}, in bytes: 8 MiB.

@@ -14,7 +14,7 @@
  */
 import { z } from "zod";
 import { SandboxConfigurationError } from "./errors.ts";
-import { integerFrom } from "./_zod_issues.ts";
+import { integerFrom } from "../internal/zod_issues.ts";
 
 /**
  * Default `ulimits.nofile` (open file descriptors per process): 4096.

@@ -32,7 +32,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
 import { resourceNames } from "../../lib/docker/names.ts";
-import { createFileRecoveryStore } from "../../lib/docker/recovery_store.ts";
+import { createFileRecoveryStore } from "../../lib/docker/recovery/store.ts";
 import { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";

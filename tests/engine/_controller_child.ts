@@ -15,7 +15,7 @@
 // Runs unchanged on Deno, Bun and Node.
 import process from "node:process";
 import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
-import { createFileRecoveryStore } from "../../lib/docker/recovery_store.ts";
+import { createFileRecoveryStore } from "../../lib/docker/recovery/store.ts";
 import type { SandboxRecoveryRecord } from "../../lib/sandbox/backend.ts";
 
 const killAt = process.env.AGENTCELL_CHILD_KILL_AT!;

@@ -321,7 +321,7 @@ engineTest("DockerSandbox allowlist bounds: of thousands of silent connections t
       const proxy = await inspectContainer(engine, proxyId);
       assert.deepEqual(proxy.HostConfig.Ulimits, [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: 4096, Hard: 4096 }]);
       assert.match(await execInProxy(engine, proxyId, ["cat", "/proc/1/limits"]), /^Max open files\s+4096\s+4096\s+files\s*$/mu);
-      // The socket buffer caps of both namespaces a tunnel crosses (lib/docker/socket_buffers.ts):
+      // The socket buffer caps of both namespaces a tunnel crosses (lib/docker/keeper/socket_buffers.ts):
       // read back from the Engine and from the kernel, in the proxy and in the guest.
       const sysctls = { "net.ipv4.tcp_rmem": "4096 131072 1048576", "net.ipv4.tcp_wmem": "4096 16384 1048576" };
       const printed = "4096\t131072\t1048576\n4096\t16384\t1048576\n";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
-import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
+import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery/record.ts";
 import type { DockerSandboxPool } from "../../lib/docker/pool.ts";
 import { SandboxAbortedError, SandboxStateError } from "../../lib/sandbox/errors.ts";
 import { engineTest, eventually } from "./_engine.ts";

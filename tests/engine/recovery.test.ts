@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readdir } from "node:fs/promises";
 import { z } from "zod";
 import { LABELS } from "../../lib/docker/names.ts";
-import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
+import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery/record.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { SandboxConflictError } from "../../lib/sandbox/errors.ts";

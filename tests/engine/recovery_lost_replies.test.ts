@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { LABELS } from "../../lib/docker/names.ts";
-import { digestOf, type DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
+import { digestOf, type DockerSandboxRecoveryRecord } from "../../lib/docker/recovery/record.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { SandboxConflictError, SandboxError } from "../../lib/sandbox/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";

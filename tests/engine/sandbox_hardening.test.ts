@@ -5,7 +5,7 @@ import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import { engineTest, eventually, nodeImage } from "./_engine.ts";
 import { testPolicy, text, withSandbox } from "./_sandbox.ts";
 
-/** The socket buffer caps (lib/docker/socket_buffers.ts) as sent, and as the kernel prints them. */
+/** The socket buffer caps (lib/docker/keeper/socket_buffers.ts) as sent, and as the kernel prints them. */
 const SOCKET_SYSCTLS = { "net.ipv4.tcp_rmem": "4096 131072 1048576", "net.ipv4.tcp_wmem": "4096 16384 1048576" };
 
 /** The keeper's socket buffer caps hold: read back from the Engine and from inside the guest. */

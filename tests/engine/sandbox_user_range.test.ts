@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { LABELS } from "../../lib/docker/names.ts";
 import { inspectContainer } from "../../lib/engine/containers.ts";
 import { SandboxConflictError } from "../../lib/sandbox/errors.ts";
-import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery_record.ts";
+import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery/record.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import type { DockerSandboxBackend } from "../../lib/docker/backend.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";

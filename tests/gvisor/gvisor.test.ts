@@ -30,7 +30,7 @@ engineTest("gVisor sandbox runs under runsc: records every resource first, reads
       const keeper = await inspectContainer(engine, sandbox.resources.keeperId);
       assert.equal(keeper.HostConfig.Runtime, "runsc");
       assert.equal(keeper.HostConfig.PidsLimit, 256);
-      // gVisor's netstack ignores the socket buffer sysctls, so none are sent (lib/docker/socket_buffers.ts).
+      // gVisor's netstack ignores the socket buffer sysctls, so none are sent (lib/docker/keeper/socket_buffers.ts).
       assert.deepEqual(keeper.HostConfig.Sysctls ?? {}, {});
       const states = port.records.map((record) => JSON.stringify(Object.values(record.resources as Record<string, { state: string }>).map((r) => r.state)));
       assert.equal(states[0], JSON.stringify(["planned", "planned"]), "planned before any effect");

@@ -12,8 +12,8 @@
  * @module
  */
 import { z } from "zod";
-import { pathDefect } from "../../sandbox/_path_defects.ts";
-import { expect, parseConfiguration } from "../../sandbox/_zod_issues.ts";
+import { pathDefect } from "../../internal/path_defects.ts";
+import { expect, parseConfiguration } from "../../internal/zod_issues.ts";
 import { SandboxConfigurationError } from "../../sandbox/errors.ts";
 
 /** Most datasets one backend attaches (seed: a finite bound on the mount configuration). */

@@ -10,7 +10,7 @@
  * @module
  */
 import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
-import { IPV4_FORWARDING_FIX } from "../admission.ts";
+import { IPV4_FORWARDING_FIX } from "../admission/daemon.ts";
 
 /** The Engine's exact per-mount advisory for `Type: "image"` mounts (Engine 28.5.2). */
 export const IMAGE_MOUNT_ADVISORY = "Image mount is an experimental feature";

@@ -17,7 +17,7 @@ import {
   SandboxUnsupportedError,
 } from "../../sandbox/errors.ts";
 import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
-import { denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
+import { denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
 import type { DockerEngine } from "../../engine/client.ts";
 import { attachContainerOutput } from "../../engine/container_attach.ts";
 import { createContainer, inspectContainer, startContainer } from "../../engine/containers.ts";
@@ -26,8 +26,8 @@ import { DockerEngineError } from "../../engine/errors.ts";
 import { createNetwork, inspectNetwork } from "../../engine/networks.ts";
 import { raceDeadline } from "../../streams/deadline.ts";
 import type { SandboxResourceNames, SandboxResourceRole } from "../names.ts";
-import type { RecoveryLog } from "../recovery_log.ts";
-import { isOwned, RESOURCE_TABLE } from "../resources.ts";
+import type { RecoveryLog } from "../recovery/log.ts";
+import { isOwned, RESOURCE_TABLE } from "../recovery/resources.ts";
 import { assertCreateWarnings } from "../datasets/warnings.ts";
 import { DockerEgressEvents } from "./events.ts";
 import { proxyProgramSource } from "./program_source.ts";

@@ -10,7 +10,7 @@
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { SandboxConfigurationError, SandboxUnsupportedError } from "../../sandbox/errors.ts";
-import { denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
+import { denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
 
 /** Largest program text accepted, in bytes: 96 KiB (Linux bounds one argument to 128 KiB). */
 export const MAX_PROGRAM_BYTES = 96 * 1024;

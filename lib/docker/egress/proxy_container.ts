@@ -19,8 +19,8 @@ import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
 import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
 import type { ContainerInspect } from "../../engine/containers.ts";
 import type { EgressProxyConfig } from "./proxy_program.ts";
-import { lockedDownHostConfig } from "../workload.ts";
-import { socketBufferSysctls } from "../socket_buffers.ts";
+import { lockedDownHostConfig } from "../keeper/spec.ts";
+import { socketBufferSysctls } from "../keeper/socket_buffers.ts";
 
 /** TCP port the proxy listens on inside its container. */
 export const PROXY_PORT = 3128;

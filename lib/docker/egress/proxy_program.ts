@@ -757,7 +757,7 @@ const configText = process.env.AGENTCELL_EGRESS_CONFIG;
 const script = process.argv[1];
 if (configText !== undefined && (script === undefined || import.meta.url.endsWith(script.replace(/^.*\//u, "/")))) {
   const config = JSON.parse(configText) as EgressProxyConfig;
-  // The controller lease ends the proxy with SIGTERM (controller_lease.ts); as PID 1 of its
+  // The controller lease ends the proxy with SIGTERM (keeper/guards.ts); as PID 1 of its
   // container, node would ignore a signal it has no handler for.
   process.on("SIGTERM", () => process.exit(0));
   startEgressProxy(config, (event) => process.stdout.write(`${JSON.stringify(event)}\n`)).then(

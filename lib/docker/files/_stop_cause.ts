@@ -18,9 +18,9 @@ import type { SandboxError } from "../../sandbox/errors.ts";
 import type { SandboxExitReceipt } from "../../sandbox/process.ts";
 import { waitContainer } from "../../engine/containers.ts";
 import { DockerEngineError } from "../../engine/errors.ts";
-import { checkKeeper } from "../exit_observer.ts";
-import { killProcessGroup } from "../_guest_kill.ts";
-import type { ProcessHost } from "../process.ts";
+import { checkKeeper } from "../process/exit_observer.ts";
+import { killProcessGroup } from "../process/_guest_kill.ts";
+import type { ProcessHost } from "../process/process.ts";
 
 /**
  * A mark no process can carry: longer than `comm`'s 15 bytes and not a number (the other

@@ -25,7 +25,7 @@ import {
 import type { TarError, TarErrorCode } from "../../tar/error.ts";
 import { quotePath } from "../../tar/quote_path.ts";
 import { dirname } from "node:path";
-import { denialOfDirectory, denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
+import { denialOfDirectory, denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
 
 const UNSUPPORTED_CONTENT: ReadonlySet<TarErrorCode> = new Set<TarErrorCode>([
   "unsupported_type",

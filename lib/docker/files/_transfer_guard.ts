@@ -7,8 +7,8 @@
  * @module
  */
 import { SandboxAbortedError, SandboxDeadlineError, type SandboxError, SandboxQuotaError } from "../../sandbox/errors.ts";
-import type { NormalizedTransferOptions } from "../../sandbox/_transfer_input.ts";
-import { setLongTimeout } from "../_long_timer.ts";
+import type { NormalizedTransferOptions } from "../../sandbox/transfer_input.ts";
+import { setLongTimeout } from "../../internal/long_timer.ts";
 
 /** Deadline, quota, cancellation and progress of one import or export. */
 export class TransferGuard {

@@ -12,11 +12,11 @@ import { SandboxConflictError, SandboxUnsupportedError } from "../../sandbox/err
 import type { DockerEngine } from "../../engine/client.ts";
 import { type ContainerInspect, createContainer, inspectContainer } from "../../engine/containers.ts";
 import { labelsMatch } from "../names.ts";
-import type { RecoveryLog } from "../recovery_log.ts";
-import { createRecorded, removeRecorded } from "../resources.ts";
-import { accessorMounts } from "../mounts.ts";
+import type { RecoveryLog } from "../recovery/log.ts";
+import { createRecorded, removeRecorded } from "../recovery/resources.ts";
+import { accessorMounts } from "../keeper/mounts.ts";
 import { assertCreateWarnings } from "../datasets/warnings.ts";
-import { keeperCreateBody, type WorkloadSpec, workloadMismatches } from "../workload.ts";
+import { keeperCreateBody, type WorkloadSpec, workloadMismatches } from "../keeper/spec.ts";
 
 /** Everything creating the accessor needs. */
 export interface AccessorContext {

@@ -9,7 +9,7 @@ import { basename, dirname, isAbsolute, join } from "node:path";
 import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
 import { parseSandboxRelativePath } from "../../sandbox/paths.ts";
 import type { SandboxExportEntry, SandboxTransferReceipt } from "../../sandbox/transfer.ts";
-import { denialOfDirectory, denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
+import { denialOfDirectory, denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
 
 const ACTION = "export to directory";
 

@@ -17,19 +17,19 @@ import {
 import { passThrough } from "../../streams/pass_through.ts";
 import { utf8ByteLength } from "../../streams/utf8.ts";
 import type { SandboxExportEntry, SandboxExportSelection } from "../../sandbox/transfer.ts";
-import type { NormalizedTransferOptions } from "../../sandbox/_transfer_input.ts";
+import type { NormalizedTransferOptions } from "../../sandbox/transfer_input.ts";
 import type { DockerEngine } from "../../engine/client.ts";
 import { DockerEngineError, DockerEngineTransportError } from "../../engine/errors.ts";
 import type { TarEntry } from "../../tar/entry.ts";
 import { TarError } from "../../tar/error.ts";
 import { quotePath } from "../../tar/quote_path.ts";
 import { readTar } from "../../tar/read_tar.ts";
-import { WORKSPACE_PATH } from "../workload.ts";
+import { WORKSPACE_PATH } from "../guest_paths.ts";
 import { asSandboxError } from "../_engine_errors.ts";
 import { type ContainerPathKind, containerPathKind, getContainerArchive, statContainerPath } from "../../engine/container_archive.ts";
 import { exportTarError } from "./_tar_errors.ts";
 import type { TransferGuard } from "./_transfer_guard.ts";
-import { reasonOf } from "../../sandbox/_reason.ts";
+import { reasonOf } from "../../internal/reason.ts";
 
 const ACTION = "export files";
 

@@ -27,12 +27,12 @@ import {
 import type { NormalizedReadFile, NormalizedWriteFile } from "../../sandbox/guest_files.ts";
 import { FIXED_GUEST_ENV, type SandboxExitReceipt, type SandboxKillReason } from "../../sandbox/process.ts";
 import type { SandboxTransferReceipt } from "../../sandbox/transfer.ts";
-import type { NormalizedTransferOptions } from "../../sandbox/_transfer_input.ts";
-import { reasonOf } from "../../sandbox/_reason.ts";
-import { WORKSPACE_PATH } from "../workload.ts";
-import { type DockerProcess, type ProcessHost, startGuestProcess } from "../process.ts";
+import type { NormalizedTransferOptions } from "../../sandbox/transfer_input.ts";
+import { reasonOf } from "../../internal/reason.ts";
+import { WORKSPACE_PATH } from "../guest_paths.ts";
+import { type DockerProcess, type ProcessHost, startGuestProcess } from "../process/process.ts";
 import { concatBytes } from "../../streams/concat_bytes.ts";
-import { setLongTimeout } from "../_long_timer.ts";
+import { setLongTimeout } from "../../internal/long_timer.ts";
 import { stopCauseOf } from "./_stop_cause.ts";
 import { TransferGuard } from "./_transfer_guard.ts";
 

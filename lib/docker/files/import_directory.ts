@@ -8,9 +8,9 @@ import { type FileHandle, lstat, open, readdir } from "node:fs/promises";
 import { isAbsolute, join } from "node:path";
 import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
 import type { SandboxImportEntry } from "../../sandbox/transfer.ts";
-import { pathDefect } from "../../sandbox/_path_defects.ts";
+import { pathDefect } from "../../internal/path_defects.ts";
 import { markPoolable, READ_BUFFER_BYTES, type ReadBufferPool } from "./_read_buffers.ts";
-import { denialReason, denoPermissionDenial } from "../../sandbox/_deno_permission.ts";
+import { denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
 
 const ACTION = "import directory";
 

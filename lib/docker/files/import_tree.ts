@@ -17,19 +17,19 @@ import {
   type SandboxImportOptions,
   type SandboxTransferReceipt,
 } from "../../sandbox/transfer.ts";
-import { normalizeTransferOptions, parseImportEntry } from "../../sandbox/_transfer_input.ts";
+import { normalizeTransferOptions, parseImportEntry } from "../../sandbox/transfer_input.ts";
 import type { DockerEngine } from "../../engine/client.ts";
 import { DockerEngineError, DockerEngineTransportError } from "../../engine/errors.ts";
 import { TarError } from "../../tar/error.ts";
 import { passThrough } from "../../streams/pass_through.ts";
 import { type TarWriterEntry, writeTar } from "../../tar/write_tar.ts";
-import { WORK_PATH } from "../workload.ts";
+import { WORK_PATH } from "../guest_paths.ts";
 import { asSandboxError } from "../_engine_errors.ts";
 import { putContainerArchive } from "../../engine/container_archive.ts";
 import { adoptPool, ReadBufferPool } from "./_read_buffers.ts";
 import { importTarError } from "./_tar_errors.ts";
 import { TransferGuard } from "./_transfer_guard.ts";
-import { reasonOf } from "../../sandbox/_reason.ts";
+import { reasonOf } from "../../internal/reason.ts";
 
 const ACTION = "import files";
 

@@ -5,20 +5,12 @@
  */
 import type { ByteReader } from "../../streams/byte_reader.ts";
 import { ChunkedDecoder } from "./_chunked.ts";
+import type { BodyDecoder } from "./_decoder.ts";
+
+export type { BodyDecoder } from "./_decoder.ts";
 import type { BodyFraming } from "./_framing.ts";
 import { DockerEngineTransportError } from "../errors.ts";
 
-/** Delivers a body's decoded bytes piece by piece. */
-export interface BodyDecoder {
-  /**
-   * Resolves with the next 1 to `max` body bytes, or `null` once the body is complete.
-   * Reads the connection only when called.
-   *
-   * @throws {DockerEngineTransportError} `invalid_response` for broken framing or a
-   * truncated body; `response_limit` for an oversized chunk-size line or trailers.
-   */
-  next(max: number): Promise<Uint8Array | null>;
-}
 
 /**
  * Creates the decoder for `framing`.

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { BodyDecoder } from "./_body_decoder.ts";
+import type { BodyDecoder } from "./_decoder.ts";
 import type { ByteReader } from "../../streams/byte_reader.ts";
 import { latin1, parseFieldLine } from "./_head.ts";
 import { readLine } from "./_line.ts";

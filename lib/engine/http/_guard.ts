@@ -6,7 +6,7 @@
  */
 import type { SocketConnection } from "../socket/types.ts";
 import { DockerEngineTransportError } from "../errors.ts";
-import { reasonOf } from "../../sandbox/_reason.ts";
+import { reasonOf } from "../../internal/reason.ts";
 
 /** Names of the deadlines an exchange runs. */
 export type DeadlineName = "connect" | "header" | "whole";

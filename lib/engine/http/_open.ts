@@ -9,7 +9,7 @@ import { ByteReader } from "../../streams/byte_reader.ts";
 import { raceDeadline } from "../../streams/deadline.ts";
 import type { ExchangeGuard } from "./_guard.ts";
 import { readResponseHead, type ResponseHead } from "./_head.ts";
-import type { ParsedRequest } from "./_options.ts";
+import type { ParsedRequest } from "./exchange_options.ts";
 import { encodeRequestHead, RequestUpload } from "./_request.ts";
 
 /** A connection whose final response head has been read. */

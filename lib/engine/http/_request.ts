@@ -8,7 +8,7 @@ import { concatBytes } from "../../streams/concat_bytes.ts";
 import type { ExchangeGuard } from "./_guard.ts";
 import { DockerEngineTransportError } from "../errors.ts";
 import { MAX_CHUNK_BYTES } from "./limits.ts";
-import { reasonOf } from "../../sandbox/_reason.ts";
+import { reasonOf } from "../../internal/reason.ts";
 
 const encoder = new TextEncoder();
 const CRLF = encoder.encode("\r\n");

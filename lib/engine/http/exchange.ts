@@ -3,113 +3,16 @@
  *
  * @module
  */
-import type { UnixConnector } from "../socket/types.ts";
 import { bodyDecoder } from "./_body_decoder.ts";
 import { responseFraming } from "./_framing.ts";
 import { ExchangeGuard } from "./_guard.ts";
 import { openExchange } from "./_open.ts";
-import { parseRequest } from "./_options.ts";
+import { type EngineExchangeOptions, parseRequest } from "./exchange_options.ts";
 import { ResponseBody } from "./_response_body.ts";
 import { DockerEngineTransportError } from "../errors.ts";
 import { MAX_RESPONSE_HEAD_BYTES } from "./limits.ts";
 
-/** An HTTP method the Engine API uses. */
-export type EngineMethod = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
-
-/** Options of {@linkcode exchange}. */
-export interface EngineExchangeOptions {
-  /** Absolute path of the Engine's Unix socket, e.g. `/var/run/docker.sock`. */
-  readonly socketPath: string;
-  /** Request method. A body is allowed with `POST` and `PUT` only. */
-  readonly method: EngineMethod;
-  /**
-   * Origin-form request target, e.g. `/v1.51/containers/json?all=1`: starts with `/` (not
-   * `//`), printable ASCII without `\` or `#`, at most 16,384 characters.
-   */
-  readonly target: string;
-  /**
-   * Extra request header fields: token names, printable ASCII values. The client writes
-   * `Host`, `Connection`, `Upgrade`, `Content-Length`, `Transfer-Encoding` and
-   * `Content-Type` itself; passing them (or `TE`, `Trailer`, `Keep-Alive`,
-   * `Proxy-Connection`, `Expect`) is a `TypeError`.
-   *
-   * @default {} (none)
-   */
-  readonly headers?: Readonly<Record<string, string>>;
-  /**
-   * Request body: bytes are sent with `Content-Length`; a stream is sent with chunked
-   * transfer coding as the consumer (the socket) drains it, which the Engine accepts for
-   * `PUT /containers/{id}/archive` and `POST /images/create?fromSrc=-`. The stream is
-   * cancelled when the exchange ends before it was fully sent.
-   *
-   * @default undefined (no body; `POST`/`PUT` send `Content-Length: 0`)
-   */
-  readonly body?: Uint8Array | ReadableStream<Uint8Array>;
-  /**
-   * Called with each non-empty chunk of a stream `body`, in order, once the kernel has
-   * every byte of it and the runtime holds no reference to it: from then on the producer
-   * may reuse the chunk's memory (a pool of read buffers, say). Not called for a chunk that
-   * was not sent completely, nor for empty chunks. The guarantee is the built-in
-   * connector's; a replacement `connector` that keeps chunks (wrapping the socket in a
-   * `TransformStream`, say) must keep it too. An exception it throws fails the exchange with
-   * `aborted`.
-   *
-   * @default undefined (no notice)
-   */
-  readonly onBodyChunkSent?: (chunk: Uint8Array) => void;
-  /**
-   * `Content-Type` of the body, e.g. `application/json` or `application/x-tar`.
-   *
-   * @default undefined (no Content-Type field)
-   */
-  readonly contentType?: string;
-  /**
-   * Time allowed for connecting, in milliseconds (1 … 2^31 − 1).
-   *
-   * @default {10000}
-   */
-  readonly connectTimeoutMs?: number;
-  /**
-   * Time allowed from the request (body included) being fully sent until the response
-   * head is parsed, in milliseconds (1 … 2^31 − 1).
-   *
-   * @default {60000}
-   */
-  readonly headerTimeoutMs?: number;
-  /**
-   * Time allowed for the whole exchange, response body included, in milliseconds
-   * (1 … 2^31 − 1).
-   *
-   * @default undefined (no whole-exchange deadline)
-   */
-  readonly timeoutMs?: number;
-  /**
-   * Most response body bytes accepted (a non-negative safe integer); more fail the body
-   * stream with `response_limit`.
-   *
-   * @default {Number.MAX_SAFE_INTEGER} (unlimited)
-   */
-  readonly maxBodyBytes?: number;
-  /**
-   * Largest piece the body stream delivers at once, in bytes (1 … 65,536).
-   *
-   * @default {65536}
-   */
-  readonly chunkBytes?: number;
-  /**
-   * Aborts the exchange at any stage, the response body included: the pending promise or
-   * the body stream fails with `aborted` and the connection is aborted.
-   *
-   * @default undefined (no signal)
-   */
-  readonly signal?: AbortSignal;
-  /**
-   * Opens the connection; replace it to wrap or observe the socket.
-   *
-   * @default connectUnixSocket (the running runtime's adapter)
-   */
-  readonly connector?: UnixConnector;
-}
+export type { EngineExchangeOptions, EngineMethod } from "./exchange_options.ts";
 
 /** The answer of {@linkcode exchange}: head parsed, body still on the wire. */
 export interface EngineResponse {

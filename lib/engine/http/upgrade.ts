@@ -10,7 +10,7 @@ import { bodyDecoder } from "./_body_decoder.ts";
 import { responseFraming } from "./_framing.ts";
 import { ExchangeGuard } from "./_guard.ts";
 import { type OpenedExchange, openExchange } from "./_open.ts";
-import { type ParsedRequest, parseRequest } from "./_options.ts";
+import { type ParsedRequest, parseRequest } from "./exchange_options.ts";
 import { DockerEngineTransportError } from "../errors.ts";
 import type { EngineExchangeOptions } from "./exchange.ts";
 import { MAX_REFUSAL_BODY_BYTES, MAX_UPGRADE_HEAD_BYTES } from "./limits.ts";

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { admitDaemon, unmetDaemonRequirements } from "../../../lib/docker/admission.ts";
+import { admitDaemon, unmetDaemonRequirements } from "../../../lib/docker/admission/daemon.ts";
 import { createDockerSandboxBackend } from "../../../lib/docker/backend.ts";
 import { DOCKER_SANDBOX_PROFILES, GVISOR_MINIMUM_PIDS } from "../../../lib/docker/profiles.ts";
-import { keeperCreateBody } from "../../../lib/docker/workload.ts";
+import { keeperCreateBody } from "../../../lib/docker/keeper/spec.ts";
 import { normalizePolicy } from "../../../lib/sandbox/policy.ts";
 import { SandboxConfigurationError, SandboxUnsupportedError } from "../../../lib/sandbox/errors.ts";
 import { engineInfoSchema, engineVersionSchema } from "../../../lib/engine/system.ts";
@@ -53,7 +53,7 @@ test("keeperCreateBody requests the profile's runtime", () => {
     runtime: gvisor.runtime,
   }) as { HostConfig: { Runtime: string; Sysctls: unknown } };
   assert.equal(body.HostConfig.Runtime, "runsc");
-  // gVisor's netstack ignores the socket buffer sysctls (lib/docker/socket_buffers.ts): none are sent.
+  // gVisor's netstack ignores the socket buffer sysctls (lib/docker/keeper/socket_buffers.ts): none are sent.
   assert.deepEqual(body.HostConfig.Sysctls, {});
 });
 

@@ -15,7 +15,7 @@ import { DockerEngine } from "../../../lib/engine/client.ts";
 import { DockerEngineTransportError } from "../../../lib/engine/errors.ts";
 import { exchange } from "../../../lib/engine/http/exchange.ts";
 import { SandboxAbortedError, SandboxEngineError, SandboxError } from "../../../lib/sandbox/errors.ts";
-import { reasonOf } from "../../../lib/sandbox/_reason.ts";
+import { reasonOf } from "../../../lib/internal/reason.ts";
 import { TarError } from "../../../lib/tar/error.ts";
 import { readTar } from "../../../lib/tar/read_tar.ts";
 import { startFakeEngine } from "../_fake_engine.ts";

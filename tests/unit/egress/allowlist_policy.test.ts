@@ -8,7 +8,7 @@ import { createDockerSandboxBackend } from "../../../lib/docker/backend.ts";
 import { DockerEgressEvents } from "../../../lib/docker/egress/events.ts";
 import { egressGuestEnv } from "../../../lib/docker/egress/guest_env.ts";
 import { resourceNames } from "../../../lib/docker/names.ts";
-import { configurationDigest, plannedRecord, recoveryRecordSchema } from "../../../lib/docker/recovery_record.ts";
+import { configurationDigest, plannedRecord, recoveryRecordSchema } from "../../../lib/docker/recovery/record.ts";
 import { normalizeBackendConfig } from "../../../lib/docker/config.ts";
 import { SandboxConfigurationError } from "../../../lib/sandbox/errors.ts";
 import { MAX_ALLOWLIST_CONFIG_BYTES, MAX_ALLOWLIST_ENTRIES } from "../../../lib/sandbox/network_allowlist.ts";

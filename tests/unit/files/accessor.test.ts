@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { normalizePolicy } from "../../../lib/sandbox/policy.ts";
 import { accessorCreateBody } from "../../../lib/docker/files/accessor.ts";
-import { keeperMounts } from "../../../lib/docker/mounts.ts";
-import { keeperCreateBody, type WorkloadSpec } from "../../../lib/docker/workload.ts";
+import { keeperMounts } from "../../../lib/docker/keeper/mounts.ts";
+import { keeperCreateBody, type WorkloadSpec } from "../../../lib/docker/keeper/spec.ts";
 
 const spec: WorkloadSpec = {
   imageDigest: `sha256:${"a".repeat(64)}`,

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { SandboxEngineError } from "../../../lib/sandbox/errors.ts";
 import type { SandboxExportSelection } from "../../../lib/sandbox/transfer.ts";
-import { normalizeTransferOptions } from "../../../lib/sandbox/_transfer_input.ts";
+import { normalizeTransferOptions } from "../../../lib/sandbox/transfer_input.ts";
 import { DockerEngine } from "../../../lib/engine/client.ts";
 import { DockerEngineError } from "../../../lib/engine/errors.ts";
 import { asSandboxError } from "../../../lib/docker/_engine_errors.ts";

@@ -7,7 +7,7 @@ import {
   SandboxQuotaError,
   SandboxStoppedError,
 } from "../../../lib/sandbox/errors.ts";
-import type { NormalizedTransferOptions } from "../../../lib/sandbox/_transfer_input.ts";
+import type { NormalizedTransferOptions } from "../../../lib/sandbox/transfer_input.ts";
 import { TransferGuard } from "../../../lib/docker/files/_transfer_guard.ts";
 
 function options(overrides: Partial<NormalizedTransferOptions> = {}): NormalizedTransferOptions {

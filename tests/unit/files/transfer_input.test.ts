@@ -8,7 +8,7 @@ import {
   SandboxUnsupportedError,
 } from "../../../lib/sandbox/errors.ts";
 import { markPartialImport, MAX_TRANSFER_FILE_BYTES, partialImportOf } from "../../../lib/sandbox/transfer.ts";
-import { normalizeTransferOptions, parseExportSelection, parseImportEntry } from "../../../lib/sandbox/_transfer_input.ts";
+import { normalizeTransferOptions, parseExportSelection, parseImportEntry } from "../../../lib/sandbox/transfer_input.ts";
 
 function configuration(fragment: RegExp) {
   return (error: unknown) =>

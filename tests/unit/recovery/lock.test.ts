@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { test } from "node:test";
-import { ownLockOwner } from "../../../lib/docker/recovery_lock.ts";
-import { createFileRecoveryStore, type FileRecoveryStore } from "../../../lib/docker/recovery_store.ts";
+import { ownLockOwner } from "../../../lib/docker/recovery/lock.ts";
+import { createFileRecoveryStore, type FileRecoveryStore } from "../../../lib/docker/recovery/store.ts";
 import { SandboxConflictError, SandboxError } from "../../../lib/sandbox/errors.ts";
 import { admittingEngine, backendOn, policy, withSpill } from "../docker/_start_engine.ts";
 

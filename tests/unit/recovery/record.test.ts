@@ -9,16 +9,16 @@ import { test } from "node:test";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../../lib/docker/backend.ts";
 import type { DockerSandboxDataset } from "../../../lib/docker/datasets/configuration.ts";
 import { resourceNames } from "../../../lib/docker/names.ts";
-import { RecoveryLog } from "../../../lib/docker/recovery_log.ts";
-import { ownLockOwner } from "../../../lib/docker/recovery_lock.ts";
-import { createFileRecoveryStore } from "../../../lib/docker/recovery_store.ts";
+import { RecoveryLog } from "../../../lib/docker/recovery/log.ts";
+import { ownLockOwner } from "../../../lib/docker/recovery/lock.ts";
+import { createFileRecoveryStore } from "../../../lib/docker/recovery/store.ts";
 import {
   backendRevision,
   configurationDigest,
   type DockerSandboxRecoveryRecord,
   plannedRecord,
   RECOVERY_SCHEMA,
-} from "../../../lib/docker/recovery_record.ts";
+} from "../../../lib/docker/recovery/record.ts";
 import { SandboxConfigurationError, SandboxConflictError, SandboxStateError } from "../../../lib/sandbox/errors.ts";
 import { startFakeEngine } from "../_fake_engine.ts";
 

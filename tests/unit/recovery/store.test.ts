@@ -5,7 +5,7 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { createFileRecoveryStore } from "../../../lib/docker/recovery_store.ts";
+import { createFileRecoveryStore } from "../../../lib/docker/recovery/store.ts";
 import { SandboxConfigurationError } from "../../../lib/sandbox/errors.ts";
 
 const a = "a".repeat(32);

@@ -1,0 +1,93 @@
+/**
+ * Ending one process inside the guest: an exec of the sandbox's own `/bin/sh` that finds the
+ * process's leader by its mark and kills its process group.
+ *
+ * Every process gets a random 15-digit mark from its wrapper shell (see `process.ts`): the
+ * plain wrapper sets its soft `RLIMIT_LOCKS` to it and `exec`s the command (the mark survives
+ * `exec`); the forking wrapper of `killDescendantsOnExit` names itself with it
+ * (`/proc/self/comm`). Either way the marked process is its exec's leader: runc starts every
+ * exec in a session of its own, so the leader is its session and process-group leader, and
+ * its parent lies outside the guest's PID namespace (its `ppid` there is 0). The command and
+ * its descendants stay in that group unless they leave it. The kill scans `/proc/<pid>/stat`
+ * (and, of exec leaders only, `/proc/<pid>/limits`) with shell builtins only (no fork, so it
+ * still runs when a fork bomb holds every PID but the one of its own exec) and sends
+ * `SIGKILL` to the group and its leader. A mark no exec leader carries any more kills
+ * nothing. A process may change its own mark, but never another process's (the kernel lets
+ * a process set only its own limits and `comm`), so a guest process can at most make its own
+ * kill miss (and the sandbox then stops instead).
+ *
+ * @module
+ */
+import { createExec, startExec } from "../../engine/exec.ts";
+import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
+import { WORK_PATH } from "../guest_paths.ts";
+
+/**
+ * The kill script; `$1` is the process's mark. For every exec leader (`ppid` 0) whose `comm`
+ * or soft `RLIMIT_LOCKS` is the mark, it kills the leader's process group and the leader; it
+ * exits 0 when it found one, {@linkcode NOT_FOUND} when none carries the mark. `read`, `set`
+ * and `kill` are builtins of every POSIX shell, so the script needs nothing but `/bin/sh` and
+ * `/proc`.
+ */
+export const KILL_SCRIPT = 'm=$1; f=3; for d in /proc/[0-9]*; do p=${d#/proc/}; read -r l 2>/dev/null < "$d/stat" || continue; ' +
+  'set -f; set -- ${l##*) }; set +f; [ "$2" = 0 ] || continue; case $l in "$p ($m) "*) ;; ' +
+  '*) k=; while read -r a b c s r; do [ "$a $b $c" = "Max file locks" ] && k=$s; done 2>/dev/null < "$d/limits"; ' +
+  '[ "$k" = "$m" ] || continue;; esac; kill -9 -"$p" "$p" 2>/dev/null; f=0; done; exit $f';
+
+/** Exit code of the kill script when no exec leader carries the mark. */
+const NOT_FOUND = 3;
+
+const KILLED: GuestKillOutcome = Object.freeze({ kind: "killed" });
+const ABSENT: GuestKillOutcome = Object.freeze({ kind: "absent" });
+
+/** What the kill needs: the sandbox (its `stopping` ends the kill early) and the user. */
+export interface GuestKillHost extends ExitObserverHost {
+  readonly user: { readonly uid: number; readonly gid: number };
+}
+
+/**
+ * What one kill found: `killed`, the leader was found and signalled; `absent`, no exec leader
+ * carries the mark (its wrapper has not set it yet, it is gone, or the sandbox stopped
+ * meanwhile); `unstarted`, the Engine reported the kill exec with `code`, neither 0 nor "not
+ * found": it could not start it (say, the runtime's own setup needed a PID while a fork bomb
+ * held every one), so the script never ran.
+ */
+export type GuestKillOutcome = { readonly kind: "killed" } | { readonly kind: "absent" } | { readonly kind: "unstarted"; readonly code: number };
+
+/**
+ * Kill the process group whose exec leader carries `mark`, once. Bounded by
+ * `policy.deadlines.cleanupMs`.
+ *
+ * @returns what the kill found (see {@linkcode GuestKillOutcome})
+ * @throws {Error} when the kill exec could not be created or started, or did not end within
+ *   the deadline
+ */
+export async function killProcessGroup(host: GuestKillHost, mark: string): Promise<GuestKillOutcome> {
+  const { engine, keeperId, user } = host;
+  const timeoutMs = host.policy.deadlines.cleanupMs;
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const signal = AbortSignal.any([host.stopping, deadline]);
+  const execId = await createExec(engine, keeperId, {
+    Cmd: ["/bin/sh", "-c", KILL_SCRIPT, "sh", mark],
+    Env: [],
+    User: `${user.uid}:${user.gid}`,
+    WorkingDir: WORK_PATH,
+    AttachStdin: false,
+  }, { timeoutMs, signal });
+  const attach = await startExec(engine, execId, { signal });
+  try {
+    // The script writes nothing; its stream ends when it exits (anything the Engine writes
+    // instead, say why it could not start it, is drained and judged by the exit code).
+    await attach.readable.pipeTo(new WritableStream());
+  } finally {
+    await attach.close().catch(() => {});
+  }
+  const exit = await new Promise<Awaited<ReturnType<typeof observeExit>>>((resolve, reject) => {
+    const onDeadline = () => reject(new Error(`the kill exec did not end within ${timeoutMs} ms`));
+    deadline.addEventListener("abort", onDeadline, { once: true });
+    observeExit(host, execId, Promise.resolve()).then(resolve, reject)
+      .finally(() => deadline.removeEventListener("abort", onDeadline));
+  });
+  if (exit.kind === "unavailable" || exit.code === NOT_FOUND) return ABSENT;
+  return exit.code === 0 ? KILLED : Object.freeze({ kind: "unstarted", code: exit.code });
+}
