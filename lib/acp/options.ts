@@ -24,6 +24,7 @@ import type {
   WriteTextFileResponse,
 } from "./protocol.ts";
 import { z } from "zod";
+import { MAX_TIMER_MS } from "../internal/long_timer.ts";
 import { pathDefect } from "../internal/path_defects.ts";
 import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 import type { AcpPermissionRequest } from "./permission.ts";
@@ -45,7 +46,7 @@ export const DEFAULT_ACP_STDERR_TAIL_BYTES = 64 * 1024;
 /** Largest byte bound accepted by the options: 1 GiB. */
 export const MAX_ACP_BOUND_BYTES = 1024 * MIB;
 /** Largest deadline accepted, in milliseconds: 2^31 − 1 (one timer's range). */
-export const MAX_ACP_TIMEOUT_MS = 2 ** 31 - 1;
+export const MAX_ACP_TIMEOUT_MS: number = MAX_TIMER_MS;
 
 /**
  * The `clientInfo` the bridge sends in `initialize` unless told otherwise.

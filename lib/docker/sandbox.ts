@@ -150,7 +150,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       stopEnded: this.#stopEnded.promise,
       stopFor: (cause) => this.#stopFor(cause),
       admit: (kind, action) => {
-        if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError(`Cannot ${action}: the sandbox is stopped`);
+        this.#assertRunning(action);
         return this.#processes.admit(kind, action);
       },
       processStarted: () => this.#processStarted(),
@@ -292,9 +292,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
 
   /** Reserve the validated `request`; `attachStdin` false: the guest reads `/dev/null`. */
   #reserve(request: NormalizedSandboxProcessRequest, attachStdin: boolean): DockerProcessReservation {
-    if (this.#state !== "running") {
-      throw this.#stopCause ?? new SandboxStoppedError("Cannot reserve process: the sandbox is stopped");
-    }
+    this.#assertRunning("reserve process");
     this.#processes.reserve();
     return new DockerProcessReservation(request, this.#host, this.#policy.processes === "one", attachStdin);
   }
@@ -362,7 +360,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    */
   async writeFile(path: string, data: Uint8Array | string | Blob, options?: SandboxWriteFileOptions): Promise<SandboxTransferReceipt> {
     const request = normalizeWriteFile(path, data, options);
-    if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError("Cannot write file: the sandbox is stopped");
+    this.#assertRunning("write file");
     return await writeGuestFile(this.#host, request);
   }
 
@@ -394,7 +392,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     const request = options?.maxBytes === undefined && fallback !== undefined && fallback < normalized.maxBytes
       ? { ...normalized, maxBytes: fallback, maxBytesDefault: "config.defaultExportQuota.bytes" }
       : normalized;
-    if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError("Cannot read file: the sandbox is stopped");
+    this.#assertRunning("read file");
     return await readGuestFile(this.#host, request);
   }
 
@@ -604,6 +602,15 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       this.#destroyTask = undefined;
     });
     return this.#destroyTask;
+  }
+
+  /**
+   * Throw unless compute runs: the stop cause, or a `SandboxStoppedError` for `action`.
+   *
+   * @throws {SandboxError} the stop cause once the sandbox stopped
+   */
+  #assertRunning(action: string): void {
+    if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError(`Cannot ${action}: the sandbox is stopped`);
   }
 
   /** `await using` support: destroys. */

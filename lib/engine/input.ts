@@ -7,9 +7,10 @@
  * @module
  */
 import { z } from "zod";
+import { MAX_TIMER_MS as TIMER_LIMIT_MS } from "../internal/long_timer.ts";
 
 /** Largest delay a single runtime timer supports, in milliseconds: 2^31 − 1. */
-export const MAX_TIMER_MS = 2_147_483_647;
+export const MAX_TIMER_MS: number = TIMER_LIMIT_MS;
 
 /** A timer duration in milliseconds: a safe integer from 1 to 2^31 − 1. */
 export const timerMsSchema: z.ZodType<number> = z.custom<number>(

@@ -1,5 +1,10 @@
-/** Largest delay one `setTimeout` accepts, in milliseconds (2^31 − 1). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * Largest delay one runtime timer (`setTimeout`) accepts, in milliseconds: 2^31 − 1 (about
+ * 24.8 days; larger delays fire at once on every runtime). The one place this limit is
+ * written: the Engine client's timeouts, the policy's infrastructure deadlines and the ACP
+ * bridge's timeouts are bounded by it.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Call `fire` after `delayMs` milliseconds, for any positive safe integer delay: delays past

@@ -95,6 +95,7 @@ export {
   FIXED_GUEST_ENV,
   MAX_BUFFERED_OUTPUT_BYTES,
   normalizeProcessRequest,
+  SANDBOX_KILL_REASONS,
 } from "./process.ts";
 export type {
   NormalizedSandboxProcessRequest,

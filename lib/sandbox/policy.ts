@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { SandboxConfigurationError, SandboxUnsupportedError } from "./errors.ts";
+import { MAX_TIMER_MS } from "../internal/long_timer.ts";
 import { expect, integerFrom, parseConfiguration } from "../internal/zod_issues.ts";
 import {
   normalizeAllowlist,
@@ -68,7 +69,7 @@ export const MAX_PIDS = 4_194_304;
  * console.log(MAX_INFRASTRUCTURE_DEADLINE_MS); // 2147483647
  * ```
  */
-export const MAX_INFRASTRUCTURE_DEADLINE_MS = 2 ** 31 - 1;
+export const MAX_INFRASTRUCTURE_DEADLINE_MS: number = MAX_TIMER_MS;
 
 /**
  * Default `deadlines.startupMs`, in milliseconds: 60 seconds.

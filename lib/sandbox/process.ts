@@ -204,14 +204,10 @@ export interface NormalizedSandboxProcessRequest {
  * const reason: SandboxKillReason = "timeout";
  * ```
  */
-export type SandboxKillReason =
-  | "timeout"
-  | "output_limit"
-  | "abandoned_output"
-  | "framing"
-  | "connection"
-  | "aborted"
-  | "requested";
+export type SandboxKillReason = typeof SANDBOX_KILL_REASONS[number];
+
+/** Every {@linkcode SandboxKillReason}, in the order documented there. */
+export const SANDBOX_KILL_REASONS = ["timeout", "output_limit", "abandoned_output", "framing", "connection", "aborted", "requested"] as const;
 
 /**
  * How the process leader ended.
@@ -264,7 +260,7 @@ export const sandboxExitReceiptSchema: z.ZodType<SandboxExitReceipt> = z.discrim
     z.strictObject({ kind: z.literal("exited"), code: z.int32() }),
     z.strictObject({
       kind: z.literal("killed"),
-      reason: z.enum(["timeout", "output_limit", "abandoned_output", "framing", "connection", "aborted", "requested"]),
+      reason: z.enum(SANDBOX_KILL_REASONS),
       code: z.int32(),
     }),
     z.strictObject({ kind: z.literal("unavailable"), reason: z.literal("sandbox_stopped") }),

@@ -10,7 +10,8 @@ import type { ImageInspect } from "../../engine/images.ts";
 import type { DockerSandboxProfileRow } from "../profiles.ts";
 
 /** How to list local image IDs, for messages. */
-const LIST_IMAGES = "list them with: docker image ls --no-trunc --format '{{.ID}} {{.Repository}}:{{.Tag}}'";
+/** How to list local image IDs, for messages. */
+export const LIST_IMAGES = "list them with: docker image ls --no-trunc --format '{{.ID}} {{.Repository}}:{{.Tag}}'";
 /** Where an admissible image comes from, for messages. */
 const PREPARE = "or make one from a local image with examples/prepare-image.ts of the @agentcell/docker repository";
 /** The fix for extra image metadata, for messages. */
@@ -35,7 +36,8 @@ export function admitImage(imageDigest: string, image: ImageInspect | undefined,
       `no such local image (the backend never pulls or builds): set config.imageDigest to the ID of a local image (${LIST_IMAGES}) ${PREPARE}`,
     );
   }
-  if (image.Id !== imageDigest) fail(`the Engine resolved it to ${image.Id}`);
+  const defect = imageIdDefect(image, imageDigest);
+  if (defect) fail(defect);
   if (image.Os !== "linux") fail(`it is a ${image.Os} image, not linux`);
   if (image.Architecture !== profile.image.architecture) {
     fail(`its architecture is ${image.Architecture}, profile ${profile.name} needs ${profile.image.architecture}`);
@@ -53,4 +55,16 @@ export function admitImage(imageDigest: string, image: ImageInspect | undefined,
       fail(`its environment sets ${name}=${value ?? ""}, the fixed value is ${FIXED_GUEST_ENV[name as keyof typeof FIXED_GUEST_ENV]}: ${FLATTEN}`);
     }
   }
+}
+
+/**
+ * Why an inspected local image is not exactly `imageDigest` (the Engine resolved a prefix or
+ * a tag to another image), or `undefined` when it is.
+ *
+ * @param image the image's `GET /images/{id}/json`
+ * @param imageDigest the configured exact ID
+ * @returns `"resolves to <id>: give the exact image ID"` or `undefined`
+ */
+export function imageIdDefect(image: ImageInspect, imageDigest: string): string | undefined {
+  return image.Id === imageDigest ? undefined : `resolves to ${image.Id}: give the exact image ID`;
 }

@@ -8,13 +8,14 @@
  * @module
  */
 import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
-import { compareApiVersions } from "../../engine/api_version.ts";
+import { ENGINE_28_API_VERSION, requireApiVersion } from "../admission/api_floor.ts";
+import { imageIdDefect, LIST_IMAGES } from "../admission/image.ts";
 import type { ImageInspect } from "../../engine/images.ts";
 import type { EngineVersion } from "../../engine/system.ts";
 import type { DockerSandboxDataset } from "./configuration.ts";
 
 /** Lowest daemon API version that mounts images (`Type: "image"`, Docker Engine 28 / API 1.48). */
-export const IMAGE_MOUNT_API_VERSION = "1.48";
+export const IMAGE_MOUNT_API_VERSION: string = ENGINE_28_API_VERSION;
 
 /**
  * Refuse datasets on a daemon below {@linkcode IMAGE_MOUNT_API_VERSION}.
@@ -26,21 +27,15 @@ export const IMAGE_MOUNT_API_VERSION = "1.48";
  */
 export function admitDatasetEngine(datasets: readonly DockerSandboxDataset[], version: EngineVersion): void {
   if (datasets.length === 0) return;
-  let below: boolean;
-  try {
-    below = compareApiVersions(version.ApiVersion, IMAGE_MOUNT_API_VERSION) < 0;
-  } catch {
-    below = true;
-  }
-  if (below) {
-    throw new SandboxUnsupportedError(
-      `Cannot attach datasets: image mounts need Docker Engine API ${IMAGE_MOUNT_API_VERSION} or newer (Engine 28), and the daemon speaks API ${version.ApiVersion} (Engine ${version.Version}): upgrade the Engine, or leave config.datasets empty`,
-    );
-  }
+  requireApiVersion({
+    apiVersion: IMAGE_MOUNT_API_VERSION,
+    engine: "Engine 28",
+    action: "attach datasets",
+    feature: "image mounts need",
+    otherwise: "leave config.datasets empty",
+  }, version);
 }
 
-/** How to list local image IDs, for messages. */
-const LIST_IMAGES = "list them with: docker image ls --no-trunc --format '{{.ID}} {{.Repository}}:{{.Tag}}'";
 
 /**
  * Check that every dataset image exists locally under its exact ID.
@@ -58,8 +53,9 @@ export function admitDatasetImages(datasets: readonly DockerSandboxDataset[], im
     };
     if (!image) {
       fail(`is not a local image (the backend never pulls or builds): set its imageDigest in config.datasets to the ID of a local image (${LIST_IMAGES})`);
-    } else if (image.Id !== dataset.imageDigest) {
-      fail(`resolves to ${image.Id}: give the exact image ID`);
+    } else {
+      const defect = imageIdDefect(image, dataset.imageDigest);
+      if (defect) fail(defect);
     }
   });
 }

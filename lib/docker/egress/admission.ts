@@ -8,13 +8,14 @@
  * @module
  */
 import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
-import { compareApiVersions } from "../../engine/api_version.ts";
+import { ENGINE_28_API_VERSION, requireApiVersion } from "../admission/api_floor.ts";
+import { imageIdDefect } from "../admission/image.ts";
 import type { ImageInspect } from "../../engine/images.ts";
 import type { EngineVersion } from "../../engine/system.ts";
 import type { DockerSandboxProfileRow } from "../profiles.ts";
 
 /** Lowest daemon API version for an allowlist network: 1.48 (Docker Engine 28.0). */
-export const EGRESS_ALLOWLIST_API_VERSION = "1.48";
+export const EGRESS_ALLOWLIST_API_VERSION: string = ENGINE_28_API_VERSION;
 
 /**
  * Admit the daemon and the proxy image for an allowlist sandbox.
@@ -25,23 +26,20 @@ export const EGRESS_ALLOWLIST_API_VERSION = "1.48";
  * @throws {SandboxUnsupportedError} naming the requirement and the fix
  */
 export function admitEgress(version: EngineVersion, imageDigest: string, image: ImageInspect | undefined, profile: DockerSandboxProfileRow): void {
-  let below: boolean;
-  try {
-    below = compareApiVersions(version.ApiVersion, EGRESS_ALLOWLIST_API_VERSION) < 0;
-  } catch {
-    below = true;
-  }
-  if (below) {
-    throw new SandboxUnsupportedError(
-      `Cannot start sandbox: an allowlist network needs Docker Engine API ${EGRESS_ALLOWLIST_API_VERSION} or newer (Engine 28, an internal network whose gateway has no host address), and the daemon speaks API ${version.ApiVersion} (Engine ${version.Version}): upgrade the Engine, or use "isolated" or "outbound"`,
-    );
-  }
+  requireApiVersion({
+    apiVersion: EGRESS_ALLOWLIST_API_VERSION,
+    engine: "Engine 28, an internal network whose gateway has no host address",
+    action: "start sandbox",
+    feature: "an allowlist network needs",
+    otherwise: 'use "isolated" or "outbound"',
+  }, version);
   const fail = (reason: string): never => {
     throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy image ${imageDigest} ${reason}`);
   };
   if (!image) fail("is not a local image (the backend never pulls or builds): set config.proxyImageDigest to the ID of a local image with node on its PATH");
   else {
-    if (image.Id !== imageDigest) fail(`resolves to ${image.Id}: give the exact image ID`);
+    const defect = imageIdDefect(image, imageDigest);
+    if (defect) fail(defect);
     if (image.Os !== "linux" || image.Architecture !== profile.image.architecture) {
       fail(`is ${image.Os}/${image.Architecture}, profile ${profile.name} needs linux/${profile.image.architecture}`);
     }
