@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { MAX_ENTRY_SIZE } from "../tar/limits.ts";
 import type { SandboxError } from "./errors.ts";
 
 /**
@@ -25,7 +26,7 @@ import type { SandboxError } from "./errors.ts";
  * console.log(MAX_TRANSFER_FILE_BYTES === 8 * 1024 ** 3 - 1); // true
  * ```
  */
-export const MAX_TRANSFER_FILE_BYTES = 8_589_934_591;
+export const MAX_TRANSFER_FILE_BYTES: number = MAX_ENTRY_SIZE;
 
 /**
  * Optional logical limits of one transfer. They bound what one import or export moves; they

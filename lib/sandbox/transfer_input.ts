@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { SandboxConfigurationError, SandboxUnsupportedError } from "./errors.ts";
 import { parseSandboxRelativePath } from "./paths.ts";
+import { MAX_OCTAL_11 } from "../tar/limits.ts";
 import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 import {
   MAX_TRANSFER_FILE_BYTES,
@@ -16,7 +17,7 @@ import {
 } from "./transfer.ts";
 
 /** Largest `mtime` an import entry may carry: 11 octal digits of seconds. */
-const MAX_MTIME = 8_589_934_591;
+const MAX_MTIME = MAX_OCTAL_11;
 
 const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 

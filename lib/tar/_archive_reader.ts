@@ -4,7 +4,7 @@ import type { ByteReader } from "../streams/byte_reader.ts";
 import { offerDirectReads } from "../streams/chunk_reader.ts";
 import { readError } from "./_fail.ts";
 import { type Header, isZeroBlock, parseHeader } from "./_header.ts";
-import { BLOCK, MAX_CHUNK, MAX_PAX_BYTES, paddingOf } from "./_limits.ts";
+import { BLOCK, MAX_CHUNK, MAX_PAX_BYTES, paddingOf } from "./limits.ts";
 import { checkPath } from "./_path.ts";
 import type { PathSet } from "./_path_set.ts";
 import { type PaxOverrides, parsePax } from "./_pax.ts";

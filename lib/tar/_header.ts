@@ -1,6 +1,6 @@
 // One 512-byte ustar header block, validated field by field (POSIX.1-2001 ustar layout).
 import { readError } from "./_fail.ts";
-import { MAX_ENTRY_SIZE } from "./_limits.ts";
+import { MAX_ENTRY_SIZE } from "./limits.ts";
 import { parseOctal } from "./_octal.ts";
 
 /** Byte ranges of the ustar header fields: [start, length]. */

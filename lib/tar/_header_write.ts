@@ -1,6 +1,6 @@
 // Encoding of ustar header blocks and PAX `path` records for the writer.
 import { FIELD, type HeaderNumbers } from "./_header.ts";
-import { BLOCK } from "./_limits.ts";
+import { BLOCK } from "./limits.ts";
 import { writeOctal } from "./_octal.ts";
 
 /** The values of one header block. */

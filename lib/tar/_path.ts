@@ -1,6 +1,6 @@
 // The path rules the reader enforces and the writer applies to its caller's entries.
 import type { TarErrorCode } from "./error.ts";
-import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES } from "./_limits.ts";
+import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES } from "./limits.ts";
 import { utf8ByteLength } from "../streams/utf8.ts";
 
 /** Unicode category Cc: U+0000–U+001F and U+007F–U+009F. */

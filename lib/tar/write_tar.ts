@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { tarError } from "./_fail.ts";
 import { encodeHeader, paxPathRecord, splitUstarPath } from "./_header_write.ts";
-import { BLOCK, MAX_CHUNK, MAX_ENTRY_SIZE, paddingOf } from "./_limits.ts";
+import { BLOCK, MAX_CHUNK, MAX_ENTRY_SIZE, paddingOf } from "./limits.ts";
 import { checkPath } from "./_path.ts";
 import type { TarError, TarErrorOptions } from "./error.ts";
 

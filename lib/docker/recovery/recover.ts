@@ -17,7 +17,7 @@
  */
 import type { SandboxRecoveryPort } from "../../sandbox/backend.ts";
 import { SandboxConfigurationError, SandboxConflictError, SandboxEngineError } from "../../sandbox/errors.ts";
-import { issueWording } from "../../internal/zod_issues.ts";
+import { parseConfiguration } from "../../internal/zod_issues.ts";
 import type { DockerEngine } from "../../engine/client.ts";
 import { admitDaemon } from "../admission/daemon.ts";
 import type { DockerSandboxBackendSettings } from "../config.ts";
@@ -192,12 +192,7 @@ export function checkRecoveryRecord(input: unknown, settings: DockerSandboxBacke
   if (schema !== RECOVERY_SCHEMA) {
     throw conflict(`the record's schema is ${JSON.stringify(schema)}, and this backend reads only ${RECOVERY_SCHEMA}`);
   }
-  const parsed = recoveryRecordSchema.safeParse(input, { error: issueWording });
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new SandboxConfigurationError(`Cannot ${ACTION}: record.${issue.path.join(".")} ${issue.message}`, { cause: parsed.error });
-  }
-  const record = parsed.data;
+  const record = parseConfiguration(recoveryRecordSchema, input, ACTION, "record");
   const { identity } = record;
   if (digestOf(identity) !== record.identityDigest || identity.reservationId !== record.reservationId) {
     throw conflict("the record's identity does not match its identityDigest (it was changed after it was written)");
