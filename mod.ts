@@ -3,12 +3,30 @@
  * Bun 1 and Node ≥ 23.6.
  *
  * A host program gives an agent a locked-down container on a local Docker Engine (Engine
- * API 1.44–1.52 over a Unix socket): one private volume at `/workspace`, one keeper
+ * API 1.44–1.52 over a Unix socket it names): one private volume at `/workspace`, one keeper
  * container with a read-only root, a non-root user, no capabilities, no-new-privileges,
- * private PID/IPC/cgroup namespaces and exact CPU/memory/PID limits; one agent process with
- * binary stdout/stderr/stdin as Web Streams and an exact exit receipt; files in as a tar
- * stream before the process runs (`importTree`) and out through a never-started read-only
- * accessor after it stopped (`exportTree`); and cleanup of exactly what was created.
+ * private PID/IPC/cgroup namespaces, exact CPU/memory/PID limits, ulimits and bounded tmpfs;
+ * and a network by intent (`isolated`, `outbound`, or an egress allowlist).
+ *
+ * - **Processes**: any number per sandbox, one after another or at once, through Docker
+ *   exec: `sandbox.run()` for one call, or `reserveProcess(request).start()` for binary
+ *   stdin/stdout/stderr as Web Streams; each with its own output bound and deadline and an
+ *   exact exit receipt from the Engine.
+ * - **Files**: in and out while it runs (`writeFile`/`readFile`, inside the guest as the
+ *   sandbox user), a tree in between processes (`importTree`), and out after `stop()`
+ *   through a never-started read-only accessor and the strict tar reader (`exportTree`).
+ * - **Egress allowlist**: `network: { kind: "allowlist", hosts }` routes the guest through a
+ *   hardened proxy container of the sandbox that allows only the listed hosts, checks every
+ *   resolved address and reports each decision (`sandbox.egress`).
+ * - **Recovery**: every resource is recorded through the caller's recovery port before it is
+ *   created, so a fresh process removes exactly what a crashed one left
+ *   (`backend.recover()`, `createFileRecoveryStore()`); `controllerLoss: "stop"` stops
+ *   compute when its controller dies.
+ * - **Warm pool** (`backend.pool()`), read-only **datasets** from local images
+ *   (`config.datasets`), **profiles** including gVisor (`linux-x64-gvisor`), and the typed
+ *   Engine client with `engine.fetch` for any endpoint.
+ *
+ * The Agent Client Protocol bridge is the separate entry point `@agentcell/docker/acp`.
  *
  * @example
  * ```ts ignore
@@ -27,10 +45,15 @@
  *   { policy: { resources: { cpus: 1, memoryBytes: 512 * 1024 * 1024, pids: 256 } } },
  *   { record: async (record) => { /* persist before effects *\/ } },
  * );
- * await using sandbox = await reservation.start();
- * const agent = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "cat"] }).start();
- * await agent.stdin.close();
- * console.log(await new Response(agent.stdout).text(), await agent.exit);
+ * await using sandbox = await reservation.start(); // destroyed at the end of the scope
+ * await sandbox.writeFile("work/in.txt", "hello\n");
+ * const result = await sandbox.run("/bin/sh", ["-c", "tr a-z A-Z < in.txt > out.txt"]);
+ * console.log(result.exit, new TextDecoder().decode(await sandbox.readFile("work/out.txt")));
+ * await sandbox.stop(); // compute removed, files kept
+ * for await (const entry of await sandbox.exportTree({ kind: "workspace" })) {
+ *   console.log(entry.path, entry.size);
+ *   await entry.body.cancel();
+ * }
  * ```
  *
  * @module

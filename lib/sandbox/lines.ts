@@ -3,7 +3,8 @@
  * stream of its UTF-8 lines, bounded.
  *
  * The Deno standard library's `TextLineStream` does the splitting part, but JSR packages
- * cannot be installed on the build machines (see DESIGN.md) and it has no line bound, which
+ * cannot be installed on the project's build machines (they reach the npm registry and
+ * Debian only) and it has no line bound, which
  * output from a guest needs; this is our own, with the same line rules.
  *
  * @module

@@ -4,8 +4,9 @@
  * source chunk. The HTTP codec reads response heads and bodies with it, the tar reader
  * headers and file bodies.
  *
- * Deno's `@std/streams` has no such reader and cannot be installed here (see DESIGN.md), and
- * a `ReadableStreamBYOBReader` needs a byte stream, which our socket streams are not (a byte
+ * Deno's `@std/streams` has no such reader, and JSR packages cannot be installed on the
+ * project's build machines (they reach the npm registry and Debian only); a
+ * `ReadableStreamBYOBReader` needs a byte stream, which our socket streams are not (a byte
  * stream copies every chunk into the reader's buffer).
  *
  * @module

@@ -21,9 +21,14 @@
  * alike), request head size (16 KiB, node:http's default). Each decision is one JSON line on stdout
  * (`{"event":"allowed"|"denied"|"closed",…}`), read by the controller through the Engine.
  *
- * This file is also imported by the tests and by the controller (for its constants); run as
- * a program it reads its configuration from the `AGENTCELL_EGRESS_CONFIG` environment
- * variable (JSON of {@linkcode EgressProxyConfig}), which the controller writes.
+ * The controller does not load this module's code: it reads the file's text
+ * (`program_source.ts`) for the proxy container's command line and imports only its types
+ * (`import type`, erased when the code is stripped). The unit tests import it for its
+ * functions. Importing it starts nothing: the proxy starts only when this file is the main
+ * program — its text passed to `node --input-type=module-typescript -e`, as in the proxy
+ * container, or `node proxy_program.ts` — and `AGENTCELL_EGRESS_CONFIG` is set (JSON of
+ * {@linkcode EgressProxyConfig}, which the controller puts in the container's environment);
+ * it then writes its decisions to stdout.
  *
  * @module
  */
