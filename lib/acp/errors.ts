@@ -12,6 +12,23 @@ import { SandboxError, type SandboxErrorOptions } from "../sandbox/errors.ts";
 import type { SandboxExitReceipt } from "../sandbox/process.ts";
 
 /**
+ * The codes the ACP bridge adds to the contract's `SandboxErrorCode`:
+ *
+ * - `agent_error`: an ACP agent answered with an error or broke the protocol
+ *   ({@linkcode AcpAgentError}).
+ * - `agent_exited`: an ACP agent's process ended, or its sandbox stopped, while the bridge
+ *   needed it ({@linkcode AcpAgentExitedError}).
+ *
+ * @example
+ * ```ts
+ * import type { AcpErrorCode } from "./errors.ts";
+ *
+ * const code: AcpErrorCode = "agent_exited";
+ * ```
+ */
+export type AcpErrorCode = "agent_error" | "agent_exited";
+
+/**
  * Options of {@linkcode AcpAgentError}.
  *
  * @example

@@ -5,7 +5,8 @@
  */
 import type { SandboxBackend, SandboxRecoveryPort, SandboxRecoveryRecord, SandboxRequest, SandboxReservation } from "../sandbox/backend.ts";
 import { SandboxConfigurationError, SandboxStateError } from "../sandbox/errors.ts";
-import { assertSupportedDiskQuota, normalizePolicy, type SandboxPolicy } from "../sandbox/policy.ts";
+import { normalizePolicy, type SandboxPolicy } from "../sandbox/policy.ts";
+import { assertSupportedDiskQuota } from "./admission/disk_quota.ts";
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
 import { DockerEngine } from "../engine/client.ts";
 import { acquireSandbox, type DaemonVersionMemo } from "./acquire.ts";

@@ -27,10 +27,10 @@
  * - `abandoned_output`: a consumer cancelled a process output stream before its end.
  * - `engine`: the Docker Engine failed or answered unexpectedly.
  * - `invalid_state`: the operation is not allowed in the sandbox's current state.
- * - `agent_error`: an ACP agent answered with an error or broke the protocol
- *   (`AcpAgentError` of `@agentcell/docker/acp`).
- * - `agent_exited`: an ACP agent's process ended, or its sandbox stopped, while the bridge
- *   needed it (`AcpAgentExitedError` of `@agentcell/docker/acp`).
+ *
+ * An extension built on the contract adds codes of its own with its own subclasses (the ACP
+ * bridge, `@agentcell/docker/acp`: `agent_error`, `agent_exited`); see
+ * {@linkcode SandboxError.code}.
  *
  * @example
  * ```ts
@@ -51,9 +51,7 @@ export type SandboxErrorCode =
   | "framing"
   | "abandoned_output"
   | "engine"
-  | "invalid_state"
-  | "agent_error"
-  | "agent_exited";
+  | "invalid_state";
 
 /**
  * Options accepted by every {@linkcode SandboxError} subclass constructor.
@@ -94,8 +92,11 @@ export interface SandboxErrorOptions {
 export class SandboxError extends Error {
   /** Name of the concrete class, e.g. `"SandboxQuotaError"`. */
   override readonly name: string = "SandboxError";
-  /** Stable machine-readable code; see {@linkcode SandboxErrorCode}. */
-  readonly code: SandboxErrorCode;
+  /**
+   * Stable machine-readable code: one of {@linkcode SandboxErrorCode}, or an extension's own
+   * (the ACP bridge's `agent_error` and `agent_exited`, defined in `@agentcell/docker/acp`).
+   */
+  readonly code: SandboxErrorCode | (string & Record<never, never>);
 
   /**
    * Creates an error with an explicit code.
@@ -104,7 +105,7 @@ export class SandboxError extends Error {
    * @param message Human-readable text in the form "Cannot <action>: <reason>".
    * @param options Optional `cause`.
    */
-  constructor(code: SandboxErrorCode, message: string, options?: SandboxErrorOptions) {
+  constructor(code: SandboxErrorCode | (string & Record<never, never>), message: string, options?: SandboxErrorOptions) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
   }

@@ -37,7 +37,6 @@ export {
 } from "./errors.ts";
 export type { SandboxEngineErrorOptions, SandboxErrorCode, SandboxErrorOptions } from "./errors.ts";
 export {
-  assertSupportedDiskQuota,
   DEFAULT_CLEANUP_MS,
   DEFAULT_GUEST_FILE_MS,
   DEFAULT_MAX_CONCURRENT_PROCESSES,

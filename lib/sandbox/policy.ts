@@ -350,7 +350,7 @@ export type SandboxNetworkSettings = "isolated" | "outbound" | SandboxAllowlistN
  * - `{ kind: "not_requested" }`: no hard quota; the workspace can grow with Docker storage.
  * - `{ kind: "required", bytes, accounting: "allocated_blocks" }`: a hard quota of `bytes`
  *   (positive safe integer) counted in allocated blocks. Accepted by validation, but see
- *   {@linkcode assertSupportedDiskQuota}: the Docker backend refuses it.
+ *   the Docker backend refuses it (`lib/docker/admission/disk_quota.ts`).
  *
  * @example
  * ```ts
@@ -644,7 +644,7 @@ const ACTION = "reserve sandbox";
  * `resources` has no default.
  *
  * A `workspaceDiskQuota` of kind `required` passes validation; whether a backend can honour it
- * is a separate question, answered by {@linkcode assertSupportedDiskQuota}.
+ * is a separate question, answered by each backend (the Docker backend refuses a required one).
  *
  * @param input The policy as written by the caller (untrusted: checked at run time).
  * @returns The normalised policy, deeply frozen.
@@ -733,35 +733,5 @@ function assertTmpfsHeadroom(tmpfs: SandboxTmpfs, memoryBytes: number): void {
       `shmBytes (${tmpfs.shmBytes}) = ${sum} bytes leave too little of policy.resources.memoryBytes ` +
       `(${memoryBytes} bytes) to the processes: tmpfs pages count against the memory limit, so the ` +
       `three must total at most half of it (${most} bytes); lower the tmpfs sizes or raise memoryBytes`,
-  );
-}
-
-/**
- * Refuses a policy that requires a hard workspace disk quota.
- *
- * The Docker backend cannot enforce such a quota: the workspace is a named volume on the
- * engine's storage, and neither CPU, memory and PID limits nor logical transfer quotas bound
- * what the guest writes there. A backend calls this during inert reservation, before any
- * resource is created. `{ kind: "not_requested" }` (the default) passes.
- *
- * @param policy A policy, normalised or not; only `workspaceDiskQuota` is read.
- * @throws {SandboxUnsupportedError} When `policy.workspaceDiskQuota.kind` is `"required"`.
- *
- * @example
- * ```ts
- * import { assertSupportedDiskQuota, normalizePolicy } from "./policy.ts";
- *
- * const policy = normalizePolicy({ resources: { cpus: 1, memoryBytes: 2 ** 30, pids: 64 } });
- * assertSupportedDiskQuota(policy); // passes: no quota requested
- * ```
- */
-export function assertSupportedDiskQuota(
-  policy: { readonly workspaceDiskQuota?: SandboxWorkspaceDiskQuota },
-): void {
-  if (policy.workspaceDiskQuota?.kind !== "required") return;
-  throw new SandboxUnsupportedError(
-    `Cannot ${ACTION}: policy.workspaceDiskQuota requires a hard workspace disk quota, which ` +
-      "this backend cannot enforce (CPU, memory and PID limits and transfer quotas do not " +
-      "bound what the guest writes to the workspace volume)",
   );
 }

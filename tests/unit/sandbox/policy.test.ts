@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { assertSupportedDiskQuota } from "../../../lib/docker/admission/disk_quota.ts";
 import {
-  assertSupportedDiskQuota,
   normalizePolicy,
   type SandboxPolicyInput,
   SandboxUnsupportedError,
