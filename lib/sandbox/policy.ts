@@ -6,7 +6,7 @@
  * @module
  */
 import { z } from "zod";
-import { SandboxConfigurationError, SandboxUnsupportedError } from "./errors.ts";
+import { SandboxConfigurationError } from "./errors.ts";
 import { MAX_TIMER_MS } from "../internal/long_timer.ts";
 import { expect, integerFrom, parseConfiguration } from "../internal/zod_issues.ts";
 import {
