@@ -56,88 +56,104 @@
  * }
  * ```
  *
+ * The main entry holds what a host program needs every day: the backend, the sandbox, its
+ * processes and `run()`, files, the policy, the errors and the file recovery store. The
+ * rest has entries of its own: `@agentcell/docker/recovery` (records and what `recover()`
+ * returns), `@agentcell/docker/egress` (the allowlist's events), `@agentcell/docker/engine`
+ * (the Engine client and `engine.fetch`), `@agentcell/docker/tar` (the strict tar reader and
+ * writer), `@agentcell/docker/admission` (the profile table and daemon checks),
+ * `@agentcell/docker/limits` (every bound and default as a constant),
+ * `@agentcell/docker/contract` (the runtime-neutral contract with its normalisers, for other
+ * backends) and `@agentcell/docker/acp` (the Agent Client Protocol bridge).
+ *
  * @module
  */
-export * from "./lib/sandbox/mod.ts";
 export {
-  createDockerSandboxBackend,
-  type DockerSandboxBackend,
-  type DockerSandboxReservation,
-} from "./lib/docker/backend.ts";
+  SandboxAbandonedOutputError,
+  SandboxAbortedError,
+  SandboxConfigurationError,
+  SandboxConflictError,
+  SandboxDeadlineError,
+  SandboxEngineError,
+  type SandboxEngineErrorOptions,
+  SandboxError,
+  type SandboxErrorCode,
+  type SandboxErrorOptions,
+  SandboxFramingError,
+  SandboxOutputLimitError,
+  SandboxQuotaError,
+  SandboxStateError,
+  SandboxStoppedError,
+  SandboxUnsupportedError,
+} from "./lib/sandbox/errors.ts";
+export type {
+  SandboxControllerLoss,
+  SandboxDeadlines,
+  SandboxDeadlinesInput,
+  SandboxExecutionPolicy,
+  SandboxNetwork,
+  SandboxNetworkSettings,
+  SandboxPolicy,
+  SandboxPolicyInput,
+  SandboxProcessMode,
+  SandboxResources,
+  SandboxTmpfs,
+  SandboxTmpfsInput,
+  SandboxWorkspaceDiskQuota,
+} from "./lib/sandbox/policy.ts";
+export type { SandboxUlimits, SandboxUlimitsInput } from "./lib/sandbox/ulimits.ts";
+export type { SandboxAllowlistNetwork, SandboxAllowlistNetworkSettings } from "./lib/sandbox/network_allowlist.ts";
 export {
-  canonicalPathDefect,
-  type DockerSandboxBackendConfig,
-  type DockerSandboxBackendSettings,
-  MAX_GUEST_ID,
-} from "./lib/docker/config.ts";
+  FIXED_GUEST_ENV,
+  SANDBOX_KILL_REASONS,
+  type SandboxExitReceipt,
+  type SandboxKillReason,
+  type SandboxProcess,
+  type SandboxProcessRequest,
+  type SandboxProcessReservation,
+  type SandboxStderrMode,
+} from "./lib/sandbox/process.ts";
+export { runOutputOf, type SandboxRunOptions, type SandboxRunOutput, type SandboxRunResult } from "./lib/sandbox/run.ts";
+export { lines, type LinesOptions } from "./lib/sandbox/lines.ts";
+export type { SandboxGuestFiles, SandboxReadFileOptions, SandboxWriteFileOptions } from "./lib/sandbox/guest_files.ts";
+export type { SandboxStartOptions } from "./lib/sandbox/start_options.ts";
+export type {
+  Sandbox,
+  SandboxBackend,
+  SandboxRecoveryPort,
+  SandboxRecoveryRecord,
+  SandboxRequest,
+  SandboxReservation,
+  SandboxState,
+} from "./lib/sandbox/backend.ts";
 export {
-  DATASETS_PATH,
-  type DockerSandboxDataset,
-  MAX_DATASET_SUBPATH_LENGTH,
-  MAX_DATASETS,
-} from "./lib/docker/datasets/configuration.ts";
-export { IMAGE_MOUNT_API_VERSION } from "./lib/docker/datasets/admission.ts";
-export { IMAGE_MOUNT_ADVISORY } from "./lib/docker/datasets/warnings.ts";
+  partialImportOf,
+  type SandboxExportEntry,
+  type SandboxExportOptions,
+  type SandboxExportSelection,
+  type SandboxFileTransfers,
+  type SandboxImportEntry,
+  type SandboxImportFailure,
+  type SandboxImportOptions,
+  type SandboxPartialImport,
+  type SandboxTransferOptions,
+  type SandboxTransferProgress,
+  type SandboxTransferQuota,
+  type SandboxTransferReceipt,
+} from "./lib/sandbox/transfer.ts";
+export { createDockerSandboxBackend, type DockerSandboxBackend, type DockerSandboxReservation } from "./lib/docker/backend.ts";
+export type { DockerSandboxBackendConfig, DockerSandboxBackendSettings } from "./lib/docker/config.ts";
+export type { DockerSandboxDataset } from "./lib/docker/datasets/configuration.ts";
+export type { DockerSandboxProfile } from "./lib/docker/profiles.ts";
 export { DockerSandbox, type DockerSandboxResources } from "./lib/docker/sandbox.ts";
-export {
-  DEFAULT_EGRESS_EVENT_CAPACITY,
-  DockerEgressEvents,
-  type EgressEvent,
-  MAX_EGRESS_LINE_LENGTH,
-} from "./lib/docker/egress/events.ts";
-export { EGRESS_ALLOWLIST_API_VERSION } from "./lib/docker/egress/admission.ts";
-export { PROXY_LIMITS, PROXY_PORT } from "./lib/docker/egress/proxy_container.ts";
-export { EGRESS_NO_PROXY } from "./lib/docker/egress/guest_env.ts";
 export {
   createDockerSandboxPool,
   type DockerSandboxPool,
-  type DockerSandboxPoolOptions,
-  MAX_POOL_SIZE,
   type DockerSandboxPoolBackend,
+  type DockerSandboxPoolOptions,
   type DockerSandboxPoolReservation,
 } from "./lib/docker/pool.ts";
 export { DockerProcess, DockerProcessReservation } from "./lib/docker/process/process.ts";
 export { importDirectory } from "./lib/docker/files/import_directory.ts";
-export { DEFAULT_EXPORT_MODE_MASK, exportToDirectory, type ExportToDirectoryOptions } from "./lib/docker/files/export_to_directory.ts";
-export {
-  DOCKER_SANDBOX_PROFILES,
-  type DockerSandboxProfile,
-  type DockerSandboxProfileRow,
-} from "./lib/docker/profiles.ts";
-export { admitDaemon, admitHost, type DaemonAdmission, unmetDaemonRequirements } from "./lib/docker/admission/daemon.ts";
-export { LABELS, type SandboxResourceNames, type SandboxResourceRole } from "./lib/docker/names.ts";
-export {
-  backendRevision,
-  type DockerSandboxRecoveryRecord,
-  MAX_RECOVERY_RECORD_BYTES,
-  RECOVERY_SCHEMA,
-  type RecoveryIdentity,
-  type RecoveryResource,
-  type RecoveryResourceState,
-} from "./lib/docker/recovery/record.ts";
-export {
-  checkRecoveryRecord,
-  type DockerSandboxCleanupReport,
-  type DockerSandboxRecoverOptions,
-  type DockerSandboxRecovery,
-  type DockerSandboxSquattedName,
-} from "./lib/docker/recovery/recover.ts";
-export type { RecoveryLockOwner, RecoveryLocks, RecoveryLockState } from "./lib/docker/recovery/lock.ts";
-export { GUEST_DEADLINE_GRACE_MS } from "./lib/docker/keeper/guards.ts";
-export { createFileRecoveryStore, type FileRecoveryStore, type StoredRecoveryRecord } from "./lib/docker/recovery/store.ts";
-export {
-  DockerEngine,
-  type DockerEngineMethod,
-  type DockerEngineQuery,
-  type DockerEngineReply,
-  type ReplySchema,
-  type DockerEngineRequestOptions,
-  type DockerEngineStreamOptions,
-} from "./lib/engine/client.ts";
-export type { DockerEngineFetchBody, DockerEngineFetchInit } from "./lib/engine/fetch.ts";
-export { DockerEngineError, type DockerEngineErrorCode, type DockerEngineErrorOptions } from "./lib/engine/errors.ts";
-export { MAX_SOCKET_PATH_BYTES, parseEngineEndpoint } from "./lib/engine/endpoint.ts";
-export { MAX_API_VERSION, MIN_API_VERSION, negotiateApiVersion } from "./lib/engine/api_version.ts";
-export type { EngineInfo, EngineVersion } from "./lib/engine/system.ts";
-export * from "./lib/engine/http/mod.ts";
-export * from "./lib/tar/mod.ts";
+export { exportToDirectory, type ExportToDirectoryOptions } from "./lib/docker/files/export_to_directory.ts";
+export { createFileRecoveryStore, type FileRecoveryStore } from "./lib/docker/recovery/store.ts";

@@ -22,7 +22,8 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { createDockerSandboxBackend, DockerEngine, importDirectory, type SandboxImportEntry } from "../mod.ts";
+import { createDockerSandboxBackend, importDirectory, type SandboxImportEntry } from "../mod.ts";
+import { DockerEngine } from "../lib/engine/mod.ts";
 import { startAcpSession } from "../lib/acp/mod.ts";
 import { agentFiles, agentRequest } from "../tests/fixtures/acp/agent_files.ts";
 

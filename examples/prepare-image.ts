@@ -13,7 +13,8 @@
  */
 import process from "node:process";
 import { z } from "zod";
-import { DockerEngine, DockerEngineError, FIXED_GUEST_ENV } from "../mod.ts";
+import { FIXED_GUEST_ENV } from "../mod.ts";
+import { DockerEngine, DockerEngineError } from "../lib/engine/mod.ts";
 
 const [endpoint, source, reference] = process.argv.slice(2);
 if (!endpoint || !source) {

@@ -23,12 +23,12 @@ import { join } from "node:path";
 import process from "node:process";
 import {
   createDockerSandboxBackend,
-  DockerEngine,
   type DockerSandbox,
   exportToDirectory,
   importDirectory,
   type SandboxRecoveryRecord,
 } from "../mod.ts";
+import { DockerEngine } from "../lib/engine/mod.ts";
 
 const endpoint = process.env.AGENTCELL_ENGINE ?? "unix:///run/agentcell-test-engine/docker.sock";
 const imageDigest = process.env.AGENTCELL_IMAGE ?? "";

@@ -3,7 +3,7 @@
 # real Docker Engine.
 #
 # 1. Installs the pinned toolchain into node_modules when it is missing (`npm ci`).
-# 2. `deno check`, `deno lint`, `deno doc --lint` (both entry points), `deno publish --dry-run`,
+# 2. `deno check`, `deno lint`, `deno doc --lint` (every entry point of deno.json), `deno publish --dry-run`,
 #    and `deno test --doc` over the public modules (every @example runs or says why not).
 # 3. Provisions a private test engine (scripts/test-engine.sh) unless
 #    AGENTCELL_TEST_ENGINE=unix:///abs/path.sock names one, and the guest images
@@ -64,7 +64,8 @@ step() { # name, command...
 step "deno check" deno check --quiet mod.ts lib tests examples bench
 step "deno lint" deno lint --quiet
 # (the redirect inside: on the step call it would hide the step's own ok/FAILED line too)
-step "deno doc --lint" bash -c "deno doc --lint mod.ts lib/acp/mod.ts >/dev/null"
+DOC_ENTRIES=$(node -p "Object.values(JSON.parse(require('fs').readFileSync('deno.json', 'utf8')).exports).join(' ')")
+step "deno doc --lint" bash -c "deno doc --lint $DOC_ENTRIES >/dev/null"
 step "deno publish --dry-run" deno publish --dry-run --allow-dirty --quiet
 # Every @example of the public modules runs (no permissions, no engine); the few that
 # cannot are `ts ignore` with a reason (tests/unit/doc_examples.test.ts checks that).

@@ -233,7 +233,7 @@ export class DockerEngine {
    * @example List containers
    * ```ts ignore
    * // ignore: needs a running Docker Engine
-   * import { DockerEngine } from "@agentcell/docker";
+   * import { DockerEngine } from "@agentcell/docker/engine";
    *
    * const engine = new DockerEngine("unix:///var/run/docker.sock");
    * const response = await engine.fetch("/containers/json?all=true", { signal: AbortSignal.timeout(10_000) });

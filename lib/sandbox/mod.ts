@@ -1,5 +1,6 @@
 /**
- * The runtime-neutral sandbox contract: what a host asks of a sandbox backend, independent of
+ * `@agentcell/docker/contract`: the runtime-neutral sandbox contract, for a host or a backend
+ * other than Docker that implements it: what a host asks of a sandbox backend, independent of
  * Docker. Errors ({@linkcode SandboxError} and one subclass per code), the policy and its
  * normalisation, canonical relative paths, the process request and receipts, `run()`'s
  * options and result, the `lines()` reader, files while compute runs, and the backend,
