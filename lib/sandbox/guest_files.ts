@@ -15,26 +15,12 @@ import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 
 /**
  * Default of {@linkcode SandboxReadFileOptions.maxBytes}, in bytes: 16 MiB.
- *
- * @example
- * ```ts
- * import { DEFAULT_READ_FILE_MAX_BYTES } from "./guest_files.ts";
- *
- * console.log(DEFAULT_READ_FILE_MAX_BYTES); // 16777216
- * ```
  */
 export const DEFAULT_READ_FILE_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
  * Largest {@linkcode SandboxReadFileOptions.maxBytes}, in bytes: 1 GiB (the file is returned
  * in memory; export larger files with `exportTree` after `stop()`).
- *
- * @example
- * ```ts
- * import { MAX_READ_FILE_BYTES } from "./guest_files.ts";
- *
- * console.log(MAX_READ_FILE_BYTES); // 1073741824
- * ```
  */
 export const MAX_READ_FILE_BYTES = 1024 * 1024 * 1024;
 

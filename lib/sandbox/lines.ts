@@ -13,13 +13,6 @@ import { SandboxConfigurationError, SandboxOutputLimitError } from "./errors.ts"
 
 /**
  * Default of {@linkcode LinesOptions.maxLineLength}: 1,048,576 UTF-16 code units.
- *
- * @example
- * ```ts
- * import { DEFAULT_MAX_LINE_LENGTH } from "./lines.ts";
- *
- * console.log(DEFAULT_MAX_LINE_LENGTH); // 1048576
- * ```
  */
 export const DEFAULT_MAX_LINE_LENGTH = 1024 * 1024;
 

@@ -12,13 +12,6 @@ import { expect, issueWording } from "../internal/zod_issues.ts";
 
 /**
  * Most entries of `hosts`, of `addresses` and of `resolve` each: 256.
- *
- * @example
- * ```ts
- * import { MAX_ALLOWLIST_ENTRIES } from "./network_allowlist.ts";
- *
- * console.log(MAX_ALLOWLIST_ENTRIES); // 256
- * ```
  */
 export const MAX_ALLOWLIST_ENTRIES = 256;
 

@@ -21,25 +21,11 @@ const MIB = 1024 * 1024;
 
 /**
  * Smallest memory limit accepted, in bytes: 6 MiB, the Docker Engine's own minimum.
- *
- * @example
- * ```ts
- * import { MIN_MEMORY_BYTES } from "./policy.ts";
- *
- * console.log(MIN_MEMORY_BYTES); // 6291456
- * ```
  */
 export const MIN_MEMORY_BYTES = 6 * MIB;
 
 /**
  * Largest CPU count accepted (`resources.cpus`).
- *
- * @example
- * ```ts
- * import { MAX_CPUS } from "./policy.ts";
- *
- * console.log(MAX_CPUS); // 1024
- * ```
  */
 export const MAX_CPUS = 1024;
 
@@ -49,124 +35,54 @@ export const MIN_CPUS = 0.01;
 export const MIN_PIDS = 8;
 /**
  * Largest PID limit accepted (`resources.pids`): Linux's `PID_MAX_LIMIT`, 4,194,304.
- *
- * @example
- * ```ts
- * import { MAX_PIDS } from "./policy.ts";
- *
- * console.log(MAX_PIDS); // 4194304
- * ```
  */
 export const MAX_PIDS = 4_194_304;
 
 /**
  * Largest infrastructure deadline accepted, in milliseconds: 2^31 - 1 (one timer's range).
- *
- * @example
- * ```ts
- * import { MAX_INFRASTRUCTURE_DEADLINE_MS } from "./policy.ts";
- *
- * console.log(MAX_INFRASTRUCTURE_DEADLINE_MS); // 2147483647
- * ```
  */
 export const MAX_INFRASTRUCTURE_DEADLINE_MS: number = MAX_TIMER_MS;
 
 /**
  * Default `deadlines.startupMs`, in milliseconds: 60 seconds.
- *
- * @example
- * ```ts
- * import { DEFAULT_STARTUP_MS } from "./policy.ts";
- *
- * console.log(DEFAULT_STARTUP_MS); // 60000
- * ```
  */
 export const DEFAULT_STARTUP_MS = 60_000;
 
 /**
  * Default `deadlines.cleanupMs`, in milliseconds: 30 seconds.
- *
- * @example
- * ```ts
- * import { DEFAULT_CLEANUP_MS } from "./policy.ts";
- *
- * console.log(DEFAULT_CLEANUP_MS); // 30000
- * ```
  */
 export const DEFAULT_CLEANUP_MS = 30_000;
 
 /**
  * Default `deadlines.guestFileMs`, in milliseconds: 60 seconds.
- *
- * @example
- * ```ts
- * import { DEFAULT_GUEST_FILE_MS } from "./policy.ts";
- *
- * console.log(DEFAULT_GUEST_FILE_MS); // 60000
- * ```
  */
 export const DEFAULT_GUEST_FILE_MS = 60_000;
 
 /**
  * Largest default size of each of the home and temporary tmpfs mounts, in bytes: 64 MiB
  * (the default is this or an eighth of `resources.memoryBytes`, whichever is smaller).
- *
- * @example
- * ```ts
- * import { DEFAULT_TMPFS_BYTES } from "./policy.ts";
- *
- * console.log(DEFAULT_TMPFS_BYTES); // 67108864
- * ```
  */
 export const DEFAULT_TMPFS_BYTES = 64 * MIB;
 
 /**
  * Largest default size of `/dev/shm`, in bytes: 8 MiB (the default is this or a sixteenth
  * of `resources.memoryBytes`, whichever is smaller; Docker's own default is 64 MiB).
- *
- * @example
- * ```ts
- * import { DEFAULT_SHM_BYTES } from "./policy.ts";
- *
- * console.log(DEFAULT_SHM_BYTES); // 8388608
- * ```
  */
 export const DEFAULT_SHM_BYTES = 8 * MIB;
 
 /**
  * Default `tmpfs.inodes`, the inode (file and directory) bound of each tmpfs mount: 8192.
- *
- * @example
- * ```ts
- * import { DEFAULT_TMPFS_INODES } from "./policy.ts";
- *
- * console.log(DEFAULT_TMPFS_INODES); // 8192
- * ```
  */
 export const DEFAULT_TMPFS_INODES = 8192;
 
 /**
  * Largest `tmpfs.inodes` accepted: 1,048,576 (each inode takes kernel memory, about 1 KiB,
  * charged to the sandbox).
- *
- * @example
- * ```ts
- * import { MAX_TMPFS_INODES } from "./policy.ts";
- *
- * console.log(MAX_TMPFS_INODES); // 1048576
- * ```
  */
 export const MAX_TMPFS_INODES = 1_048_576;
 
 /**
  * Smallest tmpfs size accepted, in bytes: one 4 KiB page.
- *
- * @example
- * ```ts
- * import { MIN_TMPFS_BYTES } from "./policy.ts";
- *
- * console.log(MIN_TMPFS_BYTES); // 4096
- * ```
  */
 export const MIN_TMPFS_BYTES = 4096;
 
@@ -292,25 +208,11 @@ export type SandboxProcessMode = "many" | "one";
 
 /**
  * Default `maxConcurrentProcesses`: 16 processes at once.
- *
- * @example
- * ```ts
- * import { DEFAULT_MAX_CONCURRENT_PROCESSES } from "./policy.ts";
- *
- * console.log(DEFAULT_MAX_CONCURRENT_PROCESSES); // 16
- * ```
  */
 export const DEFAULT_MAX_CONCURRENT_PROCESSES = 16;
 
 /**
  * Largest `maxConcurrentProcesses` accepted: 1024.
- *
- * @example
- * ```ts
- * import { MAX_CONCURRENT_PROCESSES } from "./policy.ts";
- *
- * console.log(MAX_CONCURRENT_PROCESSES); // 1024
- * ```
  */
 export const MAX_CONCURRENT_PROCESSES = 1024;
 

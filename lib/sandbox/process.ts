@@ -34,25 +34,11 @@ export const FIXED_GUEST_ENV: Readonly<{ HOME: string; TMPDIR: string; PATH: str
 
 /**
  * Default of {@linkcode SandboxProcessRequest.maxBufferedOutputBytes}, in bytes: 4 MiB.
- *
- * @example
- * ```ts
- * import { DEFAULT_MAX_BUFFERED_OUTPUT_BYTES } from "./process.ts";
- *
- * console.log(DEFAULT_MAX_BUFFERED_OUTPUT_BYTES); // 4194304
- * ```
  */
 export const DEFAULT_MAX_BUFFERED_OUTPUT_BYTES = 4 * 1024 * 1024;
 
 /**
  * Largest {@linkcode SandboxProcessRequest.maxBufferedOutputBytes}, in bytes: 1 GiB.
- *
- * @example
- * ```ts
- * import { MAX_BUFFERED_OUTPUT_BYTES } from "./process.ts";
- *
- * console.log(MAX_BUFFERED_OUTPUT_BYTES); // 1073741824
- * ```
  */
 export const MAX_BUFFERED_OUTPUT_BYTES = 1024 * 1024 * 1024;
 

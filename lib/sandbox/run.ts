@@ -12,25 +12,11 @@ import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 
 /**
  * Default of {@linkcode SandboxRunOptions.maxOutputBytes}, in bytes: 8 MiB.
- *
- * @example
- * ```ts
- * import { DEFAULT_MAX_RUN_OUTPUT_BYTES } from "./run.ts";
- *
- * console.log(DEFAULT_MAX_RUN_OUTPUT_BYTES); // 8388608
- * ```
  */
 export const DEFAULT_MAX_RUN_OUTPUT_BYTES = 8 * 1024 * 1024;
 
 /**
  * Largest {@linkcode SandboxRunOptions.maxOutputBytes}, in bytes: 1 GiB.
- *
- * @example
- * ```ts
- * import { MAX_RUN_OUTPUT_BYTES } from "./run.ts";
- *
- * console.log(MAX_RUN_OUTPUT_BYTES); // 1073741824
- * ```
  */
 export const MAX_RUN_OUTPUT_BYTES = 1024 * 1024 * 1024;
 

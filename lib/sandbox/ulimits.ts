@@ -18,26 +18,12 @@ import { integerFrom } from "../internal/zod_issues.ts";
 
 /**
  * Default `ulimits.nofile` (open file descriptors per process): 4096.
- *
- * @example
- * ```ts
- * import { DEFAULT_NOFILE } from "./ulimits.ts";
- *
- * console.log(DEFAULT_NOFILE); // 4096
- * ```
  */
 export const DEFAULT_NOFILE = 4096;
 
 /**
  * Largest `ulimits.nofile`: 1,048,576, Linux's default `fs.nr_open` (a larger value cannot
  * be applied).
- *
- * @example
- * ```ts
- * import { MAX_NOFILE } from "./ulimits.ts";
- *
- * console.log(MAX_NOFILE); // 1048576
- * ```
  */
 export const MAX_NOFILE = 1_048_576;
 
@@ -45,74 +31,32 @@ export const MAX_NOFILE = 1_048_576;
  * Default `ulimits.nproc` (processes and threads of the uid, host-wide): 65,536. Generous on
  * purpose: it is shared by every sandbox of the same uid (and the keepers share
  * `keeperUser`), so a tight value would let one sandbox's processes fail another's forks.
- *
- * @example
- * ```ts
- * import { DEFAULT_NPROC } from "./ulimits.ts";
- *
- * console.log(DEFAULT_NPROC); // 65536
- * ```
  */
 export const DEFAULT_NPROC = 65_536;
 
 /**
  * Largest `ulimits.nproc`: 4,194,304, Linux's `PID_MAX_LIMIT`.
- *
- * @example
- * ```ts
- * import { MAX_NPROC } from "./ulimits.ts";
- *
- * console.log(MAX_NPROC); // 4194304
- * ```
  */
 export const MAX_NPROC = 4_194_304;
 
 /**
  * Default `ulimits.msgqueue` (POSIX message queue bytes of the uid, host-wide): 819,200, the
  * Linux default.
- *
- * @example
- * ```ts
- * import { DEFAULT_MSGQUEUE_BYTES } from "./ulimits.ts";
- *
- * console.log(DEFAULT_MSGQUEUE_BYTES); // 819200
- * ```
  */
 export const DEFAULT_MSGQUEUE_BYTES = 819_200;
 
 /**
  * Default `ulimits.memlock` (bytes a process may lock in memory): 65,536 (64 KiB).
- *
- * @example
- * ```ts
- * import { DEFAULT_MEMLOCK_BYTES } from "./ulimits.ts";
- *
- * console.log(DEFAULT_MEMLOCK_BYTES); // 65536
- * ```
  */
 export const DEFAULT_MEMLOCK_BYTES = 65_536;
 
 /**
  * Default `ulimits.sigpending` (queued signals of the uid, host-wide): 1024.
- *
- * @example
- * ```ts
- * import { DEFAULT_SIGPENDING } from "./ulimits.ts";
- *
- * console.log(DEFAULT_SIGPENDING); // 1024
- * ```
  */
 export const DEFAULT_SIGPENDING = 1024;
 
 /**
  * Largest `ulimits.sigpending`: 1,048,576 (each queued signal holds kernel memory).
- *
- * @example
- * ```ts
- * import { MAX_SIGPENDING } from "./ulimits.ts";
- *
- * console.log(MAX_SIGPENDING); // 1048576
- * ```
  */
 export const MAX_SIGPENDING = 1_048_576;
 

@@ -7,13 +7,6 @@
  * what the record owns. The file store itself, `createFileRecoveryStore`, is on the main
  * entry.
  *
- * @example
- * ```ts
- * import { RECOVERY_SCHEMA } from "./mod.ts";
- *
- * console.log(RECOVERY_SCHEMA); // "agentcell.docker-sandbox-recovery.v2"
- * ```
- *
  * @module
  */
 export {

@@ -14,25 +14,11 @@ import { chunkReader } from "../../streams/chunk_reader.ts";
 
 /**
  * Size of a frame header, in bytes (Docker Engine API attach stream).
- *
- * @example
- * ```ts
- * import { FRAME_HEADER_BYTES } from "./demultiplex.ts";
- *
- * console.log(FRAME_HEADER_BYTES); // 8
- * ```
  */
 export const FRAME_HEADER_BYTES = 8;
 
 /**
  * Default of {@linkcode DemultiplexOptions.maxFrameBytes}, in bytes: 1 MiB.
- *
- * @example
- * ```ts
- * import { DEFAULT_MAX_FRAME_BYTES } from "./demultiplex.ts";
- *
- * console.log(DEFAULT_MAX_FRAME_BYTES); // 1048576
- * ```
  */
 export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
 
