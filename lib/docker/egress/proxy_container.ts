@@ -19,7 +19,7 @@ import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
 import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
 import type { ContainerInspect } from "../../engine/containers.ts";
 import type { EgressProxyConfig } from "./proxy_program.ts";
-import { lockedDownHostConfig } from "../keeper/spec.ts";
+import { HARDENING_FIELDS, hostConfigMismatches, lockedDownHostConfig } from "../keeper/spec.ts";
 import { socketBufferSysctls } from "../keeper/socket_buffers.ts";
 
 /** TCP port the proxy listens on inside its container. */
@@ -127,19 +127,6 @@ export function containerNetworks(inspect: ContainerInspect): Readonly<Record<st
   return parsed.success ? parsed.data.NetworkSettings.Networks ?? {} : {};
 }
 
-/** `HostConfig` fields read back and compared with what the create body sent. */
-const HOST_FIELDS = [
-  "ReadonlyRootfs", "CapDrop", "CapAdd", "SecurityOpt", "PidMode", "IpcMode", "CgroupnsMode", "UsernsMode", "Privileged",
-  "Memory", "MemorySwap", "NanoCpus", "PidsLimit", "NetworkMode", "Tmpfs", "Mounts", "Binds", "Devices", "PortBindings",
-  "PublishAllPorts", "Ulimits", "Sysctls", "Runtime",
-] as const;
-
-/** An absent list or map reads back as `null`; compare it as the empty one that was sent. */
-function readBack(actual: unknown, sent: unknown): unknown {
-  if (actual !== null && actual !== undefined) return actual;
-  return Array.isArray(sent) ? [] : typeof sent === "object" ? {} : actual;
-}
-
 /**
  * Compare the proxy's `GET /containers/{id}/json` with its spec: every hardening field of
  * `HostConfig` against the create body itself (one source for what is sent and what is
@@ -155,10 +142,7 @@ export function proxyMismatches(inspect: ContainerInspect, spec: ProxySpec, runn
   };
   const { Config: config, HostConfig: host } = inspect;
   const sent = proxyCreateBody(spec).HostConfig as Record<string, unknown>;
-  for (const field of HOST_FIELDS) {
-    const actual = readBack(host[field], sent[field]);
-    check(isDeepStrictEqual(actual, sent[field]), `HostConfig.${field} is ${JSON.stringify(actual)}`);
-  }
+  problems.push(...hostConfigMismatches(host as unknown as Record<string, unknown>, sent, [...HARDENING_FIELDS, "Tmpfs", "Mounts", "Ulimits"]));
   check((host.DeviceRequests ?? []).length === 0 && (host.VolumesFrom ?? []).length === 0 && inspect.Mounts.length === 0, "devices, mounts or shared volumes are present");
   check(inspect.Image === spec.imageDigest, `image is ${inspect.Image}`);
   check(config.User === `${spec.user.uid}:${spec.user.gid}`, `user is '${config.User}'`);

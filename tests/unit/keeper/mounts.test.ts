@@ -162,12 +162,12 @@ test("verifyWorkload names a ulimit, ShmSize, tmpfs inode bound or socket buffer
   assert.equal(mismatch({ Ulimits: null }), "ulimits are null");
   const withoutCore = good.HostConfig.Ulimits!.filter((limit) => limit.Name !== "core");
   assert.equal(mismatch({ Ulimits: withoutCore }), `ulimits are ${JSON.stringify(withoutCore)}`);
-  assert.equal(mismatch({ ShmSize: 67_108_864 }), "ShmSize is 67108864");
+  assert.equal(mismatch({ ShmSize: 67_108_864 }), "HostConfig.ShmSize is 67108864");
   const unbounded = { ...good.HostConfig.Tmpfs, "/tmp": good.HostConfig.Tmpfs!["/tmp"].replace(/,nr_inodes=\d+/u, "") };
   assert.equal(mismatch({ Tmpfs: unbounded }), `tmpfs mounts are ${JSON.stringify(unbounded)}`);
   const noShm = { "/home/sandbox": good.HostConfig.Tmpfs!["/home/sandbox"], "/tmp": good.HostConfig.Tmpfs!["/tmp"] };
   assert.equal(mismatch({ Tmpfs: noShm }), `tmpfs mounts are ${JSON.stringify(noShm)}`);
   const hostWide = { ...good.HostConfig.Sysctls, "net.ipv4.tcp_rmem": "4096 131072 33554432" };
-  assert.equal(mismatch({ Sysctls: hostWide }), `sysctls are ${JSON.stringify(hostWide)}`);
-  assert.equal(mismatch({ Sysctls: null }), "sysctls are {}");
+  assert.equal(mismatch({ Sysctls: hostWide }), `HostConfig.Sysctls is ${JSON.stringify(hostWide)}`);
+  assert.equal(mismatch({ Sysctls: null }), "HostConfig.Sysctls is {}");
 });
