@@ -62,7 +62,8 @@
  * returns), `@agentcell/docker/egress` (the allowlist's events), `@agentcell/docker/engine`
  * (the Engine client and `engine.fetch`), `@agentcell/docker/tar` (the strict tar reader and
  * writer), `@agentcell/docker/admission` (the profile table and daemon checks),
- * `@agentcell/docker/limits` (every bound and default as a constant),
+ * `@agentcell/docker/limits` (the bounds and defaults as constants; egress's and
+ * recovery's are in their own entries),
  * `@agentcell/docker/contract` (the runtime-neutral contract with its normalisers, for other
  * backends) and `@agentcell/docker/acp` (the Agent Client Protocol bridge).
  *

@@ -1,8 +1,8 @@
 /**
- * `@agentcell/docker/limits`: every bound and default of the library as a constant, in one
- * place a host can import to size its own checks (each constant's own doc says its unit and
- * where it applies). The policy, process, run, file and transfer bounds are the sandbox
- * contract's; the rest are the Docker backend's.
+ * `@agentcell/docker/limits`: the bounds and defaults of the policy, processes, `run()`,
+ * files, transfers, datasets and the pool as constants, for a host that sizes its own checks
+ * (each constant's own doc says its unit and where it applies). The egress proxy's limits are
+ * in `@agentcell/docker/egress`, the recovery record's in `@agentcell/docker/recovery`.
  *
  * @example
  * ```ts
@@ -41,7 +41,7 @@ export {
   MAX_NPROC,
   MAX_SIGPENDING,
 } from "./sandbox/ulimits.ts";
-export { MAX_ALLOWLIST_ENTRIES, MAX_EGRESS_CONNECTIONS, MAX_RESOLVE_ADDRESSES } from "./sandbox/network_allowlist.ts";
+export { MAX_ALLOWLIST_CONFIG_BYTES, MAX_ALLOWLIST_ENTRIES, MAX_EGRESS_CONNECTIONS, MAX_RESOLVE_ADDRESSES } from "./sandbox/network_allowlist.ts";
 export { DEFAULT_MAX_BUFFERED_OUTPUT_BYTES, MAX_BUFFERED_OUTPUT_BYTES } from "./sandbox/process.ts";
 export { DEFAULT_MAX_RUN_OUTPUT_BYTES, MAX_RUN_OUTPUT_BYTES } from "./sandbox/run.ts";
 export { DEFAULT_MAX_LINE_LENGTH } from "./sandbox/lines.ts";
