@@ -9,6 +9,7 @@
 import { lstat, realpath } from "node:fs/promises";
 import type { Stats } from "node:fs";
 import { dirname, join, relative } from "node:path";
+import process from "node:process";
 
 /** One verdict of {@linkcode inspectDirectory}. */
 export type DirectoryVerdict =
@@ -61,4 +62,18 @@ async function missing(path: string): Promise<DirectoryVerdict> {
     }
     return real === ancestor ? { kind: "missing" } : { kind: "not-canonical", real: join(real, relative(ancestor, path)) };
   }
+}
+
+/**
+ * Why a directory's owner is not this process's user, or `undefined` when it is (or the
+ * runtime has no uid). Both the spill directory and the recovery store must be private to
+ * the host program: another user who owns one can plant files in it.
+ *
+ * @param stat the directory's `lstat`
+ * @returns `"owned by uid <n>, not by this process (uid <m>)"` or `undefined`
+ * @throws what reading this process's uid throws (Deno without `--allow-sys=uid`)
+ */
+export function ownerDefect(stat: Stats): string | undefined {
+  const uid = typeof process.getuid === "function" ? process.getuid() : undefined;
+  return uid === undefined || stat.uid === uid ? undefined : `owned by uid ${stat.uid}, not by this process (uid ${uid})`;
 }

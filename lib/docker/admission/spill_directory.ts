@@ -6,10 +6,9 @@
  *
  * @module
  */
-import process from "node:process";
 import { SandboxConfigurationError } from "../../sandbox/errors.ts";
 import { denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
-import { type DirectoryVerdict, inspectDirectory } from "../_directory_check.ts";
+import { type DirectoryVerdict, inspectDirectory, ownerDefect } from "../_directory_check.ts";
 
 /**
  * @param path the configured, lexically canonical spill directory
@@ -36,11 +35,11 @@ export async function verifySpillDirectory(path: string): Promise<void> {
   if (verdict.kind === "not-directory") return fail("it is not a directory: set config.spillDirectory to a directory");
   if (verdict.kind === "not-canonical") return fail(`it is not canonical on disk (resolves to ${verdict.real}): set config.spillDirectory to ${verdict.real}`);
   const { stat } = verdict;
-  let uid: number | undefined;
+  let owner: string | undefined;
   try {
-    uid = typeof process.getuid === "function" ? process.getuid() : undefined;
+    owner = ownerDefect(stat);
   } catch (cause) {
     return failed(cause, "this process's uid cannot be read");
   }
-  if (uid !== undefined && stat.uid !== uid) fail(`it is owned by uid ${stat.uid}, not by this process (uid ${uid}): use a directory this user owns`);
+  if (owner !== undefined) fail(`it is ${owner}: use a directory this user owns`);
 }

@@ -646,6 +646,9 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
         deny(host, port, verdict.denied);
         return refuseRequest(response, 403, `denied: ${verdict.denied}`);
       }
+      // The guest left while the name was looked up: nothing is forwarded (an upstream opened
+      // now would outlive its slot, which the guest's close already freed).
+      if (request.socket.destroyed) return;
       report({ event: "allowed", host, port, address: verdict.address });
       forward(request, response, target, host, port, verdict.address);
     }).catch(() => request.socket.destroy()); // never an unhandled rejection: it would end the proxy
@@ -672,6 +675,10 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       // connect options' type does not list it; a variable, so no excess-property check.
       const options = { host: verdict.address, port, highWaterMark: SOCKET_HIGH_WATER_MARK };
       const upstream = connect(options);
+      // The guest may leave while the upstream connects: the upstream goes with it, at once
+      // (join() takes over once connected).
+      const guestGone = () => upstream.destroy();
+      client.once("close", guestGone);
       let connected = false;
       // The connect has a bound of its own (headersTimeoutMs): the kernel's SYN retries take
       // minutes. A timer of its own, not `setTimeout` on the socket: Bun's does not run while connecting.
@@ -680,6 +687,8 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       upstream.once("connect", () => {
         connected = true;
         clearTimeout(connectTimer);
+        client.off("close", guestGone);
+        if (client.destroyed) return void upstream.destroy(); // left during the connect: no tunnel, no event
         report({ event: "allowed", host, port, address: verdict.address });
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
         join(client, upstream, head, host, port, verdict.address);

@@ -24,7 +24,7 @@ import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "../../sandbox/b
 import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
 import { denialOfDirectory, denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
 import { canonicalPathDefect } from "../config.ts";
-import { inspectDirectory } from "../_directory_check.ts";
+import { inspectDirectory, ownerDefect } from "../_directory_check.ts";
 import { directoryLocks, lockHolder, type RecoveryLockOwner, type RecoveryLocks } from "./lock.ts";
 import { MAX_RECOVERY_RECORD_BYTES } from "./record.ts";
 
@@ -183,6 +183,14 @@ export async function createFileRecoveryStore(directory: string): Promise<FileRe
   }
   if (verdict.kind === "missing" || verdict.kind === "not-directory") return refuse("is not a directory: pass the path of a directory (or of none, to create it)");
   if (verdict.kind === "not-canonical") return refuse(`is not canonical on disk (resolves to ${verdict.real}): pass ${verdict.real}`);
+  const owner = (() => {
+    try {
+      return ownerDefect(verdict.stat);
+    } catch (error) {
+      return denied("open the recovery store")(error);
+    }
+  })();
+  if (owner !== undefined) return refuse(`is ${owner}, so its owner could plant a record that recovery acts on: use a directory this user owns`);
   const mode = verdict.stat.mode & 0o7777;
   if ((mode & 0o022) !== 0) {
     return refuse(

@@ -2,8 +2,9 @@
 // 502 with a denied event and never ends the proxy, and no connection state escapes the idle
 // bound (a 101 to a plain request, an answer the guest does not read).
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { createServer } from "node:http";
-import { connect, createServer as createTcpServer, type Server, type Socket } from "node:net";
+import { type AddressInfo, connect, createServer as createTcpServer, type Server, type Socket } from "node:net";
 import { test } from "node:test";
 import type { EgressEvent } from "../../../lib/docker/egress/proxy_program.ts";
 import { get, localPort, until, withProxy } from "./_proxy.ts";
@@ -185,5 +186,34 @@ test("EgressProxy keeps a tunnel and a request that move a byte every 100 ms ope
   } finally {
     tunnelUpstream.close();
     requestUpstream.close();
+  }
+});
+
+test("EgressProxy opens no upstream for a guest that left during the lookup or the connect: every allowed event gets its closed event, and no upstream connection stays", { timeout: 60_000 }, async () => {
+  const upstream = createTcpServer((socket) => socket.on("error", () => {}));
+  upstream.listen(0, "127.0.0.1");
+  await once(upstream, "listening");
+  const port = (upstream.address() as AddressInfo).port;
+  const open = async () => await new Promise<number>((resolve) => upstream.getConnections((_error, count) => resolve(count)));
+  try {
+    // "localhost" is looked up for real, so each request waits on the resolver a moment.
+    await withProxy({ hosts: ["localhost"], addresses: ["127.0.0.1", "::1"], idleTimeoutMs: 60_000 }, async (proxyPort, events) => {
+      for (let round = 0; round < 100; round++) {
+        const socket = connect(proxyPort, "127.0.0.1");
+        await once(socket, "connect");
+        socket.write(round % 2 === 0 ? `GET http://localhost:${port}/ HTTP/1.1\r\nhost: x\r\n\r\n` : `CONNECT localhost:${port} HTTP/1.1\r\nhost: x\r\n\r\n`);
+        socket.resetAndDestroy();
+      }
+      // The bound is the event: far below idleTimeoutMs, every upstream is gone and reported.
+      for (let waited = 0; ; waited += 50) {
+        const allowed = events.filter((event) => event.event === "allowed").length;
+        const closed = events.filter((event) => event.event === "closed").length;
+        if (allowed === closed && (await open()) === 0) break;
+        if (waited > 20_000) assert.fail(`after 20 s: ${allowed} allowed, ${closed} closed, ${await open()} upstream connections open`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    });
+  } finally {
+    upstream.close();
   }
 });

@@ -1,9 +1,10 @@
 // createFileRecoveryStore: one JSON file per reservation, atomic replacement, corrupt files
 // reported, bounded sizes, a private canonical directory. (The controller locks: lock.test.ts.)
 import assert from "node:assert/strict";
-import { chmod, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
 import { test } from "node:test";
 import { createFileRecoveryStore } from "../../../lib/docker/recovery/store.ts";
 import { SandboxConfigurationError } from "../../../lib/sandbox/errors.ts";
@@ -136,4 +137,30 @@ test("createFileRecoveryStore refuses a directory its group or others can write 
       error instanceof SandboxConfigurationError &&
       error.message === `Cannot open the recovery store: directory ${file} is not a directory: pass the path of a directory (or of none, to create it)`);
   });
+});
+
+test("createFileRecoveryStore refuses a directory another user owns, naming the owner and the fix", async () => {
+  const uid = process.getuid!();
+  // As root: a private directory given to another uid; otherwise: a root-owned 0755 directory.
+  const base = await mkdtemp(join(tmpdir(), "agentcell-store-owner-"));
+  try {
+    let directory = "/usr/share";
+    let owner = 0;
+    if (uid === 0) {
+      directory = join(await realpath(base), "theirs");
+      await mkdir(directory, { mode: 0o755 });
+      await chown(directory, 65534, 65534);
+      owner = 65534;
+    }
+    await assert.rejects(createFileRecoveryStore(directory), (error) => {
+      assert.ok(error instanceof SandboxConfigurationError, String(error));
+      assert.equal(
+        error.message,
+        `Cannot open the recovery store: directory ${directory} is owned by uid ${owner}, not by this process (uid ${uid}), so its owner could plant a record that recovery acts on: use a directory this user owns`,
+      );
+      return true;
+    });
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
 });
