@@ -563,6 +563,12 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       const status = answer.statusCode ?? 0;
       if (status === 101) return malformed(upgrade);
       if (!(status >= 200 && status <= 599)) return malformed(`status ${status} is not a final status (200 to 599)`);
+      // A body framed by a coding other than chunked alone runs to the close, and the proxy's
+      // own chunking of it would not match the field it passed on.
+      const coding = answer.headers["transfer-encoding"];
+      if (coding !== undefined && coding.trim().toLowerCase() !== "chunked") {
+        return malformed(`its Transfer-Encoding is "${shown(coding)}", not chunked alone`);
+      }
       try {
         response.writeHead(status, { ...endToEnd(answer.headers), connection: "close" });
       } catch (error) {
@@ -652,6 +658,14 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       report({ event: "allowed", host, port, address: verdict.address });
       forward(request, response, target, host, port, verdict.address);
     }).catch(() => request.socket.destroy()); // never an unhandled rejection: it would end the proxy
+  });
+  // An Expect other than 100-continue (node:http answers 100-continue itself): refused with
+  // an event, and the connection ends after the answer, as for every refusal.
+  http.on("checkExpectation", (request: IncomingMessage, response: ServerResponse) => {
+    if (!headArrived(request.socket, request)) return;
+    const why = `the Expect field is "${shown(String(request.headers.expect ?? ""))}", which the proxy does not meet: send the request without it`;
+    deny("", 0, why);
+    refuseRequest(response, 417, why);
   });
   http.on("connect", (request: IncomingMessage, client: Socket, head: Buffer) => {
     if (!headArrived(client, request)) return void client.destroy();

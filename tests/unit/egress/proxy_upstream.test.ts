@@ -7,7 +7,7 @@ import { createServer } from "node:http";
 import { type AddressInfo, connect, createServer as createTcpServer, type Server, type Socket } from "node:net";
 import { test } from "node:test";
 import type { EgressEvent } from "../../../lib/docker/egress/proxy_program.ts";
-import { get, localPort, until, withProxy } from "./_proxy.ts";
+import { get, localPort, refusedWith, until, withProxy } from "./_proxy.ts";
 
 const allow = { hosts: ["up.test", "ok.test"], resolve: { "up.test": ["127.0.0.1"], "ok.test": ["127.0.0.1"] }, addresses: ["127.0.0.1"] };
 
@@ -40,6 +40,7 @@ const cases: [string, string, string][] = [
   ["600", "HTTP/1.1 600 X\r\ncontent-length: 2\r\n\r\nok", `${malformed}: status 600 is not a final status (200 to 599)`],
   ["101 to a plain request", "HTTP/1.1 101 Switching Protocols\r\n\r\n", `${malformed}: 101 Switching Protocols to a request that asked for no upgrade`],
   ["101 with Upgrade to a plain request", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\nConnection: upgrade\r\n\r\nhello", `${malformed}: 101 Switching Protocols to a request that asked for no upgrade`],
+  ["Transfer-Encoding chunked, gzip", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\nRAWBYTES", `${malformed}: its Transfer-Encoding is "chunked, gzip", not chunked alone`],
 ];
 
 test("EgressProxy answers a malformed upstream status (099, 000, 1000, 600, a 101 to a plain request) with 502 and a denied event, and serves the next request", { timeout: 60_000 }, async () => {
@@ -216,4 +217,17 @@ test("EgressProxy opens no upstream for a guest that left during the lookup or t
   } finally {
     upstream.close();
   }
+});
+
+test("EgressProxy refuses an Expect other than 100-continue with 417 and a denied event, and closes the connection after it", { timeout: 60_000 }, async () => {
+  await withProxy({ hosts: ["a.test"] }, async (proxyPort, events) => {
+    const { answer, denied } = await refusedWith(proxyPort, events, "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nExpect: x-magic\r\n\r\nGET http://a.test/again HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    const why = 'the Expect field is "x-magic", which the proxy does not meet: send the request without it';
+    assert.match(answer, /^HTTP\/1\.1 417 /u);
+    assert.equal(answer.match(/HTTP\/1\.1 /gu)?.length, 1, "one answer: the request behind it is never served");
+    assert.deepEqual(denied, [
+      { event: "denied", host: "", port: 0, reason: why },
+      { event: "denied", host: "", port: 0, reason: "pipelined request (GET after the first request): one connection carries one request" },
+    ]);
+  });
 });
