@@ -38,7 +38,7 @@ import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
 import { type GuestKillOutcome, killProcessGroup } from "./_guest_kill.ts";
 import type { ProcessKind } from "./registry.ts";
 import { WORK_PATH } from "../guest_paths.ts";
-import { asOutputError, asSandboxError } from "../_engine_errors.ts";
+import { asOutputError, asSandboxError, rephrased } from "../_engine_errors.ts";
 import { setLongTimeout } from "../../internal/long_timer.ts";
 
 /**
@@ -239,20 +239,19 @@ export async function startGuestProcess(
       release();
       throw host.stopping.reason as SandboxError;
     }
-    // A start whose reply was lost (a transport failure, not an Engine refusal) may have
-    // started the command: it is found by its mark and ended before the slot is given back.
-    const outcome = execId !== undefined && error instanceof DockerEngineTransportError
-      ? await endUnattached(host, execId, mark)
-      : "never started";
-    release();
-    if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
     const failure = asSandboxError(error, action);
-    if (outcome === "never started") throw failure;
-    throw new SandboxEngineError(
-      outcome === "ended"
-        ? `${failure.message}; the command may have started (exec ${execId}), so it was found by its mark and ended`
-        : `${failure.message}; the command may still be running (exec ${execId}, mark ${mark}) and could not be ended: stop the sandbox to be sure`,
-      { cause: error },
+    // A start whose reply was lost (a transport failure, not an Engine refusal) may have
+    // started the command: it is found by its mark and ended in the background, and only then
+    // is its slot given back; the caller learns it at once (an abort stays prompt).
+    if (execId === undefined || !(error instanceof DockerEngineTransportError)) {
+      release();
+      throw failure;
+    }
+    endUnattached(host, execId, mark).finally(release);
+    throw rephrased(
+      failure,
+      `${failure.message}; the command may have started (exec ${execId}): it is found by its mark and ended, and its maxConcurrentProcesses slot is held until then`,
+      error,
     );
   }
   // A stop that raced the start: the Engine may already be writing its own error text
