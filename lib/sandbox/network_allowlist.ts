@@ -261,6 +261,12 @@ const NAMED_NETWORKS = z.enum(["isolated", "outbound"]);
  */
 export const sandboxNetworkSchema: z.ZodType<"isolated" | "outbound" | SandboxAllowlistNetwork> = z.unknown().superRefine((value, context) => {
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    // `{ kind: "outbound" }` or `{ kind: "isolated" }`: those two are plain strings.
+    const kind = (value as { kind?: unknown }).kind;
+    if (kind === "outbound" || kind === "isolated") {
+      context.addIssue({ code: "custom", message: `must be the string "${kind}", not an object with kind "${kind}" (only the allowlist is an object)` });
+      return;
+    }
     const result = sandboxAllowlistNetworkSchema.safeParse(value, { error: issueWording });
     for (const issue of result.error?.issues ?? []) {
       const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]] : issue.path;

@@ -78,7 +78,7 @@ engineTest("DockerSandbox run() timeoutMs kills the command; the bytes read befo
   await withSandbox(engine, async (sandbox) => {
     const error = await sandbox.run("/bin/sh", ["-c", "echo partial; echo also >&2; exec sleep 600"], { timeoutMs: 1_000 }).catch((error) => error);
     assert.ok(error instanceof SandboxDeadlineError && error.code === "deadline", String(error));
-    assert.equal(error.message, "Cannot run /bin/sh: its timeoutMs of 1000 ms elapsed, so it was killed");
+    assert.equal(error.message, "Cannot run /bin/sh: its timeoutMs of 1000 ms elapsed, so it was killed; raise options.timeoutMs if it needs longer");
     const output = runOutputOf(error)!;
     assert.equal(decoder.decode(output.stdout), "partial\n");
     assert.equal(decoder.decode(output.stderr), "also\n");

@@ -98,7 +98,7 @@ export async function runToEnd(
     const stderr = concatBytes(err.chunks);
     const receipt: SandboxExitReceipt = exit;
     if (receipt.kind === "killed" && receipt.reason === "timeout") {
-      failure ??= new SandboxDeadlineError(`${label}: its timeoutMs of ${request.timeoutMs} ms elapsed, so it was killed`);
+      failure ??= new SandboxDeadlineError(`${label}: its timeoutMs of ${request.timeoutMs} ms elapsed, so it was killed; raise options.timeoutMs if it needs longer`);
     }
     if (receipt.kind === "unavailable") {
       failure ??= (stopping.reason as SandboxError | undefined) ?? new SandboxStoppedError(`${label}: the sandbox stopped`);

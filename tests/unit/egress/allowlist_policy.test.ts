@@ -224,3 +224,12 @@ test("DockerEgressEvents stops reading at a line longer than 16 KiB and rejects 
   for await (const event of events) seen.push(event);
   assert.deepEqual(seen, [], "nothing after the over-long line is read");
 });
+
+test("normalizePolicy refuses { kind: \"outbound\" } and { kind: \"isolated\" }, naming the plain string", () => {
+  for (const kind of ["outbound", "isolated"] as const) {
+    assert.throws(() => normalizePolicy({ resources: { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 64 }, network: { kind } as never }), {
+      name: "SandboxConfigurationError",
+      message: `Cannot reserve sandbox: policy.network must be the string "${kind}", not an object with kind "${kind}" (only the allowlist is an object)`,
+    });
+  }
+});
