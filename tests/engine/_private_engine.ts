@@ -88,6 +88,12 @@ export async function withPrivateEngine(options: PrivateEngineOptions, fn: (engi
     });
   } finally {
     await script("stop").catch(() => {});
+    // dockerd leaves its data root bind-mounted on itself (and network namespaces under its
+    // exec root): unmounted first, or the directories could not be removed.
+    const mounts = (await readFile("/proc/mounts", "utf8").catch(() => "")).split("\n").map((line) => line.split(" ")[1] ?? "");
+    for (const mount of mounts.filter((path) => path.startsWith(`${home}/`) || path.startsWith(`${runDir}/`)).reverse()) {
+      await run("umount", ["-l", mount], {}).catch(() => {});
+    }
     await rm(home, { recursive: true, force: true }).catch(() => {});
     await rm(runDir, { recursive: true, force: true }).catch(() => {});
   }
