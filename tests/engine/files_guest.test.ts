@@ -20,7 +20,7 @@ import { writeTar } from "../../lib/tar/write_tar.ts";
 import { endpoint, engineTest, eventually } from "./_engine.ts";
 import { startFaultProxy } from "./_fault_proxy.ts";
 import { bytes, sha256 } from "./_files.ts";
-import { testPolicy, withSandbox } from "./_sandbox.ts";
+import { readUntil, testPolicy, withSandbox } from "./_sandbox.ts";
 
 const decoder = new TextDecoder();
 const configuration = (fragment: string) => (error: unknown) =>
@@ -204,9 +204,11 @@ engineTest("DockerSandbox readFile of a path the guest keeps swapping between a 
     // mv is atomic: the path is always either the whole file or a FIFO no one writes to.
     const swapper = await sandbox.reserveProcess({
       executable: "/bin/sh",
-      args: ["-c", "while :; do echo content > f.tmp; mv f.tmp p; mkfifo q.tmp; mv q.tmp p; done"],
+      args: ["-c", "echo content > f.tmp; mv f.tmp p; echo started; while :; do echo content > f.tmp; mv f.tmp p; mkfifo q.tmp; mv q.tmp p; done"],
     }).start();
     try {
+      // From here on the path always exists (the reads start after the first mv).
+      await readUntil(swapper.stdout, (seen) => seen.includes("started\n"));
       const seen = { file: 0, refused: 0 };
       for (let round = 0; round < 30; round++) {
         const calls = Array.from({ length: 10 }, (_, n) => settledWithin(`readFile #${round * 10 + n}`, sandbox.readFile("work/p")));
