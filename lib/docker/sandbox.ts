@@ -332,6 +332,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       timeoutMs: request.timeoutMs,
       killDescendantsOnExit: request.killDescendantsOnExit,
       stderr: request.stderr,
+      tty: undefined,
     }), request.stdin !== undefined);
     return await runToEnd(reservation, request, this.#stopping.signal);
   }
