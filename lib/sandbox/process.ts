@@ -157,7 +157,9 @@ export interface SandboxProcessRequest {
    *   line endings (`\r\n`); `stderr` is empty and closed (`stderr: "discard"` still sends
    *   fd 2 to `/dev/null`);
    * - stdin is bytes as typed: `\x03` (Ctrl-C) interrupts the foreground job, `\x04`
-   *   (Ctrl-D) ends input of a line-reading program, `\x1a` suspends;
+   *   (Ctrl-D) ends input of a line-reading program, `\x1a` suspends; `stdin.close()` only
+   *   stops writing (the guest sees no end of file: the Engine would end the terminal's
+   *   output with its input);
    * - the Engine's detach keys are set to a sequence nobody types (see
    *   `TERMINAL_DETACH_KEYS` of the Docker backend), so Ctrl-P and Ctrl-Q reach the guest.
    *

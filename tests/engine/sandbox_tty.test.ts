@@ -198,3 +198,21 @@ engineTest("DockerSandbox tty: resize of a finished process or one without a ter
     assert.deepEqual(await piped.exit, { kind: "exited", code: 0 });
   });
 });
+
+engineTest("DockerSandbox tty: closing stdin keeps the terminal's output flowing until the process exits", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const process = await sandbox.reserveProcess({
+      executable: "/bin/sh",
+      args: ["-c", "read line; sleep 1; echo got-$line"],
+      tty: { columns: 40, rows: 5 },
+    }).start();
+    const screen = new Screen(40, 5).feed(process.stdout);
+    const writer = process.stdin.getWriter();
+    await writer.write(encoder.encode("abc\r"));
+    // The Engine ends a terminal's whole attach when its input ends: close must not end it.
+    await writer.close();
+    await screen.waitForText("got-abc");
+    assert.deepEqual(await process.exit, { kind: "exited", code: 0 });
+    await screen.ended;
+  });
+});

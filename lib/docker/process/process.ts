@@ -384,7 +384,10 @@ export class DockerProcess implements SandboxProcess {
     this.stdout = output.stdout;
     this.stderr = output.stderr;
     const ended = new AbortController();
-    this.stdin = command.attachStdin ? stdinStream(attach, host.stopping, ended.signal) : detachedStdin();
+    // The Engine ends a terminal's whole attach (its output too) when its input ends, so a
+    // terminal's close ends only the writing side here; the guest reads end of input from a
+    // typed Ctrl-D.
+    this.stdin = command.attachStdin ? stdinStream(attach, host.stopping, ended.signal, command.tty === undefined) : detachedStdin();
     const streamEnded = output.done.then(() => undefined, () => undefined);
     const cancelTimeout = command.timeoutMs === undefined
       ? () => {}
@@ -450,7 +453,9 @@ export class DockerProcess implements SandboxProcess {
       await resizeExec(host.engine, this.#execId, { rows, columns }, { timeoutMs: host.policy.deadlines.cleanupMs });
     } catch (error) {
       if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
-      if (this.#settled) throw finished();
+      // An exec that exited before its receipt was observed is refused by the Engine too.
+      const state = this.#settled ? undefined : await inspectExec(host.engine, this.#execId, { timeoutMs: host.policy.deadlines.cleanupMs }).catch(() => undefined);
+      if (this.#settled || state?.Running === false) throw finished();
       throw asSandboxError(error, "resize process");
     }
   }
@@ -534,18 +539,23 @@ function detachedStdin(): WritableStream<Uint8Array> {
   });
 }
 
-function stdinStream(attach: EngineUpgrade, stopping: AbortSignal, ended: AbortSignal): WritableStream<Uint8Array> {
+/**
+ * The `stdin` of an attached process: writes go to the connection with backpressure; with
+ * `halfClose`, `close()` and `abort()` half-close it (the guest reads end of file), without
+ * (a terminal) they only end the stream.
+ */
+function stdinStream(attach: EngineUpgrade, stopping: AbortSignal, ended: AbortSignal, halfClose: boolean): WritableStream<Uint8Array> {
   const writer = attach.writable.getWriter();
   const stoppedError = () =>
     stopping.aborted
       ? (stopping.reason as SandboxError | undefined) ?? new SandboxStoppedError("Cannot write stdin: the sandbox stopped")
       : ended.reason as SandboxError;
-  let halfClosed = false;
-  const halfClose = async () => {
-    if (halfClosed) return;
-    halfClosed = true;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
     writer.releaseLock();
-    await attach.closeWrite();
+    if (halfClose) await attach.closeWrite();
   };
   return new WritableStream<Uint8Array>({
     async write(chunk) {
@@ -559,14 +569,14 @@ function stdinStream(attach: EngineUpgrade, stopping: AbortSignal, ended: AbortS
     async close() {
       if (stopping.aborted || ended.aborted) throw stoppedError();
       try {
-        await halfClose();
+        await close();
       } catch (error) {
         throw stopping.aborted || ended.aborted ? stoppedError() : asSandboxError(error, "close stdin");
       }
     },
     async abort() {
       // Aborting stdin ends the guest's input the same way closing does.
-      await halfClose().catch(() => {});
+      await close().catch(() => {});
     },
   }, new ByteLengthQueuingStrategy({ highWaterMark: STDIN_HIGH_WATER_MARK }));
 }
