@@ -114,6 +114,8 @@ export {
   type SandboxProcessReservation,
   type SandboxStderrMode,
 } from "./lib/sandbox/process.ts";
+export type { SandboxStats } from "./lib/sandbox/stats.ts";
+export { DEFAULT_TERM, type SandboxTerminalRequest, type SandboxTerminalSize } from "./lib/sandbox/terminal.ts";
 export { runOutputOf, type SandboxRunOptions, type SandboxRunOutput, type SandboxRunResult } from "./lib/sandbox/run.ts";
 export { lines, type LinesOptions } from "./lib/sandbox/lines.ts";
 export type { SandboxGuestFiles, SandboxReadFileOptions, SandboxWriteFileOptions } from "./lib/sandbox/guest_files.ts";

@@ -34,6 +34,9 @@ import {
 import { normalizeTransferOptions, parseExportSelection } from "../sandbox/transfer_input.ts";
 import type { DockerEngine } from "../engine/client.ts";
 import { inspectContainer } from "../engine/containers.ts";
+import { containerStats } from "../engine/container_stats.ts";
+import type { SandboxStats } from "../sandbox/stats.ts";
+import { sandboxStatsOf } from "./stats.ts";
 import { watchContainer } from "./keeper/container_watch.ts";
 import type { AcquiredSandbox } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
@@ -332,8 +335,44 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       timeoutMs: request.timeoutMs,
       killDescendantsOnExit: request.killDescendantsOnExit,
       stderr: request.stderr,
+      tty: undefined,
     }), request.stdin !== undefined);
     return await runToEnd(reservation, request, this.#stopping.signal);
+  }
+
+  /**
+   * One sample of what the sandbox uses (see {@linkcode SandboxStats}): CPU as a fraction of
+   * the policy's `resources.cpus` over about the last second, memory usage, limit and working
+   * set, tasks and their limit, network and block I/O bytes, from the keeper's cgroup
+   * (`GET /containers/{id}/stats?stream=false`; it takes about a second). The egress proxy of
+   * an allowlist sandbox is not counted.
+   *
+   * @param options `signal` aborts the call.
+   * @returns The sample.
+   * @throws {SandboxStoppedError} (or the stop cause) when the sandbox is not running
+   * @throws {SandboxAbortedError} when `options.signal` aborted
+   * @throws {SandboxEngineError} when the Engine fails or does not answer within
+   *   `policy.deadlines.cleanupMs`
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox
+   * const stats = await sandbox.stats();
+   * console.log(stats.cpu.fraction, stats.memory.workingSetBytes, stats.pids.current);
+   * ```
+   */
+  async stats(options: { readonly signal?: AbortSignal } = {}): Promise<SandboxStats> {
+    this.#assertRunning("read sandbox stats");
+    try {
+      const stats = await containerStats(this.#engine, this.#acquired.keeperId, {
+        timeoutMs: this.#policy.deadlines.cleanupMs,
+        signal: options.signal,
+      });
+      return sandboxStatsOf(stats, this.#policy.resources.cpus);
+    } catch (error) {
+      this.#assertRunning("read sandbox stats");
+      throw asSandboxError(error, "read sandbox stats");
+    }
   }
 
   /**

@@ -106,6 +106,9 @@ export type {
   SandboxProcessReservation,
   SandboxStderrMode,
 } from "./process.ts";
+export type { SandboxStats } from "./stats.ts";
+export { DEFAULT_TERM, MAX_TERMINAL_CELLS, normalizeTerminalSize } from "./terminal.ts";
+export type { NormalizedSandboxTerminal, SandboxTerminalRequest, SandboxTerminalSize } from "./terminal.ts";
 export { DEFAULT_MAX_RUN_OUTPUT_BYTES, markRunOutput, MAX_RUN_OUTPUT_BYTES, normalizeRunRequest, runOutputOf } from "./run.ts";
 export type { NormalizedRunRequest, SandboxRunOptions, SandboxRunOutput, SandboxRunResult } from "./run.ts";
 export { DEFAULT_MAX_LINE_LENGTH, lines, type LinesOptions } from "./lines.ts";

@@ -9,6 +9,13 @@ import { SandboxConfigurationError } from "./errors.ts";
 import type { SandboxStartOptions } from "./start_options.ts";
 import { pathDefect } from "../internal/path_defects.ts";
 import { expect, parseConfiguration } from "../internal/zod_issues.ts";
+import {
+  type NormalizedSandboxTerminal,
+  normalizeTerminal,
+  type SandboxTerminalRequest,
+  type SandboxTerminalSize,
+  terminalRequestSchema,
+} from "./terminal.ts";
 
 /**
  * Environment every guest process receives. A request may repeat these names only with these
@@ -139,6 +146,29 @@ export interface SandboxProcessRequest {
    * @default {"pipe"}
    */
   readonly stderr?: SandboxStderrMode;
+  /**
+   * Run the process on a terminal (a pseudo-terminal of the Engine's, Docker exec `Tty`) of
+   * this size: programs see `isatty`, get `SIGWINCH` on {@linkcode SandboxProcess.resize},
+   * and read `TERM` (`tty.term`, default `"xterm-256color"`; `env.TERM` may repeat it only
+   * with the same value). What a terminal changes:
+   *
+   * - one output stream: everything the guest writes to the terminal (stdout and stderr
+   *   alike, and the terminal's echo of input) arrives on `stdout`, with the terminal's
+   *   line endings (`\r\n`); `stderr` is empty and closed (`stderr: "discard"` still sends
+   *   fd 2 to `/dev/null`);
+   * - stdin is bytes as typed: `\x03` (Ctrl-C) interrupts the foreground job, `\x04`
+   *   (Ctrl-D) ends input of a line-reading program, `\x1a` suspends; `stdin.close()` only
+   *   stops writing (the guest sees no end of file: the Engine would end the terminal's
+   *   output with its input);
+   * - the Engine's detach keys are set to a sequence nobody types (see
+   *   `TERMINAL_DETACH_KEYS` of the Docker backend), so Ctrl-P and Ctrl-Q reach the guest.
+   *
+   * The output bound, the receipt, the kill and every fault are those of a process without
+   * a terminal.
+   *
+   * @default {undefined} no terminal: stdin, stdout and stderr are pipes
+   */
+  readonly tty?: SandboxTerminalRequest;
 }
 
 /**
@@ -169,6 +199,8 @@ export interface NormalizedSandboxProcessRequest {
   readonly killDescendantsOnExit: boolean;
   /** Where standard error goes. */
   readonly stderr: SandboxStderrMode;
+  /** The terminal (its `TERM` is in `env` too), or `undefined` for pipes. */
+  readonly tty: NormalizedSandboxTerminal | undefined;
 }
 
 /**
@@ -305,6 +337,19 @@ export interface SandboxProcess {
    * @throws {SandboxStoppedError} (or the stop cause) When the sandbox stopped first.
    */
   kill(): Promise<void>;
+  /**
+   * Resizes the process's terminal (its programs get `SIGWINCH`). Only for a process
+   * started with `tty`.
+   *
+   * @param size The new size in character cells (integers from 1 to 65535).
+   * @returns Resolves once the Engine resized the terminal.
+   * @throws {SandboxConfigurationError} When `size` is not `{ columns, rows }` in range.
+   * @throws {SandboxStateError} (`invalid_state`) When the process has no terminal, or its
+   *   exit was already observed.
+   * @throws {SandboxStoppedError} (or the stop cause) When the sandbox stopped first.
+   * @throws {SandboxEngineError} When the Engine failed.
+   */
+  resize(size: SandboxTerminalSize): Promise<void>;
 }
 
 /**
@@ -411,6 +456,7 @@ export const sandboxProcessRequestSchema: z.ZodType<SandboxProcessRequest> = z.s
     .min(1, { error: bufferBound })
     .max(MAX_BUFFERED_OUTPUT_BYTES, { error: bufferBound })
     .optional(),
+  tty: terminalRequestSchema.optional(),
   ...processOptionFields,
 });
 
@@ -446,15 +492,36 @@ export function normalizeProcessRequest(
   request: SandboxProcessRequest,
 ): NormalizedSandboxProcessRequest {
   const parsed = parseConfiguration(sandboxProcessRequestSchema, request, ACTION, "request");
+  const tty = parsed.tty === undefined ? undefined : normalizeTerminal(parsed.tty);
+  const env = guestEnvironment(parsed.env, ACTION, "request.env");
   return Object.freeze({
     executable: parsed.executable,
     args: Object.freeze([...(parsed.args ?? [])]),
-    env: guestEnvironment(parsed.env, ACTION, "request.env"),
+    env: tty === undefined ? env : terminalEnvironment(env, tty),
     maxBufferedOutputBytes: parsed.maxBufferedOutputBytes ?? DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
     timeoutMs: parsed.timeoutMs,
     killDescendantsOnExit: parsed.killDescendantsOnExit ?? false,
     stderr: parsed.stderr ?? "pipe",
+    tty,
   });
+}
+
+/**
+ * `env` with `TERM` set to the terminal's (frozen).
+ *
+ * @throws {SandboxConfigurationError} When `env.TERM` names another terminal type.
+ */
+function terminalEnvironment(env: Readonly<Record<string, string>>, tty: NormalizedSandboxTerminal): Readonly<Record<string, string>> {
+  if (Object.hasOwn(env, "TERM") && env.TERM !== tty.term) {
+    throw new SandboxConfigurationError(
+      `Cannot ${ACTION}: request.env.TERM ${JSON.stringify(env.TERM)} differs from request.tty.term ${JSON.stringify(tty.term)}; ` +
+        "set the terminal type once, as request.tty.term",
+    );
+  }
+  const merged: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) Object.defineProperty(merged, name, { value, enumerable: true, writable: true });
+  Object.defineProperty(merged, "TERM", { value: tty.term, enumerable: true, writable: true });
+  return Object.freeze(merged);
 }
 
 /**

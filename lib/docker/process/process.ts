@@ -1,8 +1,8 @@
 /**
- * A sandbox process: a Docker exec as the non-root user without a TTY, with stdin as a
- * `WritableStream` (close = half-close), stdout and stderr demultiplexed into two
- * `ReadableStream`s, its own deadline and kill, and an exit receipt read from
- * `GET /exec/{id}/json`.
+ * A sandbox process: a Docker exec as the non-root user, with stdin as a `WritableStream`
+ * (close = half-close), stdout and stderr demultiplexed into two `ReadableStream`s (with a
+ * terminal: the terminal's one stream as stdout, see {@linkcode TERMINAL_DETACH_KEYS}), its
+ * own deadline and kill, and an exit receipt read from `GET /exec/{id}/json`.
  *
  * Every process starts as a fixed `/bin/sh` wrapper that marks it for the kill (see
  * `_guest_kill.ts`), raises its `oom_score_adj` to 1000 and routes stderr as the request
@@ -30,7 +30,9 @@ import type {
   SandboxProcessReservation,
   SandboxStderrMode,
 } from "../../sandbox/process.ts";
-import { createExec, inspectExec, startExec } from "../../engine/exec.ts";
+import { createExec, inspectExec, resizeExec, startExec } from "../../engine/exec.ts";
+import { terminalOutput } from "../../engine/frames/terminal_output.ts";
+import { type NormalizedSandboxTerminal, normalizeTerminalSize, type SandboxTerminalSize } from "../../sandbox/terminal.ts";
 import { DockerEngineTransportError } from "../../engine/errors.ts";
 import type { EngineUpgrade } from "../../engine/http/mod.ts";
 import { demultiplex } from "../../engine/frames/demultiplex.ts";
@@ -98,6 +100,17 @@ export function wrappedCommand(argv: readonly string[], mark: string, stderr: "e
   return ["/bin/sh", "-c", killDescendantsOnExit ? KILLING_WRAPPER : PLAIN_WRAPPER, "sh", mark, stderr, ...argv];
 }
 
+/**
+ * The Engine's detach sequence for an exec with a terminal: Ctrl-] then Ctrl-@, Ctrl-^,
+ * Ctrl-_, twice over (bytes `1d 00 1e 1f 1d 00 1e 1f`). The Engine always watches a TTY
+ * exec's stdin for one (an empty value means its default Ctrl-P Ctrl-Q, which would swallow
+ * an editor's Ctrl-P; measured on Engine 28.5), holds back a byte that could begin it until
+ * the next byte shows it does not, and ends the attach on the whole sequence. Ctrl-] is the
+ * byte terminal clients keep for their own escape (telnet, `virsh console`), so this costs a
+ * lone Ctrl-] waiting for the next keystroke, and the eight bytes in a row are never typed.
+ */
+export const TERMINAL_DETACH_KEYS = "ctrl-],ctrl-@,ctrl-^,ctrl-_,ctrl-],ctrl-@,ctrl-^,ctrl-_";
+
 /** Most kills of one end (see `DockerProcess.#kill`). */
 const KILL_ATTEMPTS = 8;
 
@@ -143,6 +156,8 @@ export interface GuestCommand {
   readonly kind: ProcessKind;
   /** Whether what ends it early stops the whole sandbox (the process of policy `processes: "one"`). */
   readonly endsSandbox: boolean;
+  /** The terminal to run it on, or `undefined` for pipes. */
+  readonly tty?: NormalizedSandboxTerminal;
 }
 
 /** A reserved, not yet started process. */
@@ -191,6 +206,7 @@ export class DockerProcessReservation implements SandboxProcessReservation {
       attachStdin: this.#attachStdin,
       kind: "process",
       endsSandbox: this.#endsSandbox,
+      tty: request.tty,
     }, "start process", options);
   }
 }
@@ -231,9 +247,16 @@ export async function startGuestProcess(
       User: `${host.user.uid}:${host.user.gid}`,
       WorkingDir: command.workingDir,
       AttachStdin: command.attachStdin,
+      ...(command.tty === undefined
+        ? {}
+        : { Tty: true, ConsoleSize: [command.tty.rows, command.tty.columns] as const, DetachKeys: TERMINAL_DETACH_KEYS }),
     }, { timeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
     // Its answer is bounded by the start deadline too (a lost reply fails in that time).
-    attach = await startExec(host.engine, execId, { headerTimeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
+    attach = await startExec(host.engine, execId, {
+      headerTimeoutMs: host.policy.deadlines.startupMs,
+      signal: options.signal,
+      tty: command.tty !== undefined,
+    });
   } catch (error) {
     if (host.stopping.aborted) {
       release();
@@ -315,7 +338,7 @@ export class DockerProcess implements SandboxProcess {
   readonly stdin: WritableStream<Uint8Array>;
   /** The process's standard output. */
   readonly stdout: ReadableStream<Uint8Array>;
-  /** The process's standard error (empty with `stderr: "discard"` or `"stdout"`). */
+  /** The process's standard error (empty with `stderr: "discard"` or `"stdout"`, or a terminal). */
   readonly stderr: ReadableStream<Uint8Array>;
   /** The exit receipt. */
   readonly exit: Promise<SandboxExitReceipt>;
@@ -337,8 +360,9 @@ export class DockerProcess implements SandboxProcess {
     const onStopping = () => attach.abort(host.stopping.reason);
     host.stopping.addEventListener("abort", onStopping, { once: true });
     // A source failure seen while the sandbox is stopping is the stop cause: removing compute
-    // may break the connection before the abort above reaches it.
-    const output = demultiplex(attach.readable, {
+    // may break the connection before the abort above reaches it. A terminal's stream has no
+    // frames: it must never reach the demultiplexer.
+    const output = (command.tty === undefined ? demultiplex : terminalOutput)(attach.readable, {
       maxBufferedOutputBytes: command.maxBufferedOutputBytes,
       onFault: (error) => {
         const stopped = host.stopping.aborted && error.code === "source_failed";
@@ -359,7 +383,10 @@ export class DockerProcess implements SandboxProcess {
     this.stdout = output.stdout;
     this.stderr = output.stderr;
     const ended = new AbortController();
-    this.stdin = command.attachStdin ? stdinStream(attach, host.stopping, ended.signal) : detachedStdin();
+    // The Engine ends a terminal's whole attach (its output too) when its input ends, so a
+    // terminal's close ends only the writing side here; the guest reads end of input from a
+    // typed Ctrl-D.
+    this.stdin = command.attachStdin ? stdinStream(attach, host.stopping, ended.signal, command.tty === undefined) : detachedStdin();
     const streamEnded = output.done.then(() => undefined, () => undefined);
     const cancelTimeout = command.timeoutMs === undefined
       ? () => {}
@@ -401,6 +428,35 @@ export class DockerProcess implements SandboxProcess {
   async kill(): Promise<void> {
     if (this.#host.stopping.aborted) throw this.#host.stopping.reason as SandboxError;
     await this.end("requested");
+  }
+
+  /**
+   * Resize the process's terminal (see `SandboxProcess.resize`): `POST /exec/{id}/resize`
+   * within `policy.deadlines.cleanupMs`.
+   *
+   * @throws {SandboxConfigurationError} when `size` is not `{ columns, rows }` from 1 to 65535
+   * @throws {SandboxStateError} when it runs without a terminal, or its exit was observed
+   * @throws {SandboxStoppedError} (or the stop cause) when the sandbox stopped first
+   * @throws {SandboxEngineError} when the Engine fails
+   */
+  async resize(size: SandboxTerminalSize): Promise<void> {
+    const { columns, rows } = normalizeTerminalSize(size);
+    const host = this.#host;
+    if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
+    if (this.#command.tty === undefined) {
+      throw new SandboxStateError("Cannot resize process: it was started without a terminal; reserve it with tty: { columns, rows }");
+    }
+    const finished = () => new SandboxStateError("Cannot resize process: it has exited; resize a process only while it runs");
+    if (this.#settled) throw finished();
+    try {
+      await resizeExec(host.engine, this.#execId, { rows, columns }, { timeoutMs: host.policy.deadlines.cleanupMs });
+    } catch (error) {
+      if (host.stopping.aborted) throw host.stopping.reason as SandboxError;
+      // An exec that exited before its receipt was observed is refused by the Engine too.
+      const state = this.#settled ? undefined : await inspectExec(host.engine, this.#execId, { timeoutMs: host.policy.deadlines.cleanupMs }).catch(() => undefined);
+      if (this.#settled || state?.Running === false) throw finished();
+      throw asSandboxError(error, "resize process");
+    }
   }
 
   /**
@@ -482,18 +538,23 @@ function detachedStdin(): WritableStream<Uint8Array> {
   });
 }
 
-function stdinStream(attach: EngineUpgrade, stopping: AbortSignal, ended: AbortSignal): WritableStream<Uint8Array> {
+/**
+ * The `stdin` of an attached process: writes go to the connection with backpressure; with
+ * `halfClose`, `close()` and `abort()` half-close it (the guest reads end of file), without
+ * (a terminal) they only end the stream.
+ */
+function stdinStream(attach: EngineUpgrade, stopping: AbortSignal, ended: AbortSignal, halfClose: boolean): WritableStream<Uint8Array> {
   const writer = attach.writable.getWriter();
   const stoppedError = () =>
     stopping.aborted
       ? (stopping.reason as SandboxError | undefined) ?? new SandboxStoppedError("Cannot write stdin: the sandbox stopped")
       : ended.reason as SandboxError;
-  let halfClosed = false;
-  const halfClose = async () => {
-    if (halfClosed) return;
-    halfClosed = true;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
     writer.releaseLock();
-    await attach.closeWrite();
+    if (halfClose) await attach.closeWrite();
   };
   return new WritableStream<Uint8Array>({
     async write(chunk) {
@@ -507,14 +568,14 @@ function stdinStream(attach: EngineUpgrade, stopping: AbortSignal, ended: AbortS
     async close() {
       if (stopping.aborted || ended.aborted) throw stoppedError();
       try {
-        await halfClose();
+        await close();
       } catch (error) {
         throw stopping.aborted || ended.aborted ? stoppedError() : asSandboxError(error, "close stdin");
       }
     },
     async abort() {
       // Aborting stdin ends the guest's input the same way closing does.
-      await halfClose().catch(() => {});
+      await close().catch(() => {});
     },
   }, new ByteLengthQueuingStrategy({ highWaterMark: STDIN_HIGH_WATER_MARK }));
 }

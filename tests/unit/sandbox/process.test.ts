@@ -32,6 +32,7 @@ test("normalizeProcessRequest fills defaults and the fixed environment", () => {
     timeoutMs: undefined,
     killDescendantsOnExit: false,
     stderr: "pipe",
+    tty: undefined,
   });
   assertDeepFrozen(request);
 });

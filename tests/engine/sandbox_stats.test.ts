@@ -1,0 +1,59 @@
+// sandbox.stats(): one sample of the keeper's cgroup while guest processes burn CPU and
+// allocate memory.
+import assert from "node:assert/strict";
+import { SandboxStoppedError } from "../../lib/sandbox/errors.ts";
+import { engineTest, eventually, nodeImage } from "./_engine.ts";
+import { readUntil, testPolicy, text, withSandbox } from "./_sandbox.ts";
+
+const MIB = 1024 * 1024;
+
+engineTest("DockerSandbox stats reports the policy's limits and an idle sandbox; stopped, it throws the stop cause", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const stats = await sandbox.stats();
+    assert.equal(stats.cpu.cpus, 1);
+    assert.ok(stats.cpu.fraction >= 0 && stats.cpu.fraction < 0.5, `idle cpu ${stats.cpu.fraction}`);
+    assert.ok(stats.cpu.totalNs > 0);
+    assert.equal(stats.memory.limitBytes, 256 * MIB);
+    assert.ok(stats.memory.usageBytes > 0 && stats.memory.workingSetBytes <= stats.memory.usageBytes);
+    assert.equal(stats.pids.limit, 128);
+    assert.ok(stats.pids.current >= 1);
+    assert.deepEqual(stats.network, { rxBytes: 0, txBytes: 0 });
+    assert.ok(!Number.isNaN(Date.parse(stats.readAt)));
+    assert.ok(Object.isFrozen(stats) && Object.isFrozen(stats.memory));
+    await sandbox.stop();
+    await assert.rejects(sandbox.stats(), (error) => error instanceof SandboxStoppedError && error.code === "stopped");
+  });
+});
+
+engineTest("DockerSandbox stats shows a CPU burner above half of the policy's cpus", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const burner = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "while :; do :; done"] }).start();
+    const busy = await eventually("cpu above 0.5 of the sandbox's cpus", async () => {
+      const stats = await sandbox.stats();
+      return stats.cpu.fraction > 0.5 ? stats : undefined;
+    });
+    assert.ok(busy.cpu.fraction <= 1.2, `cpu ${busy.cpu.fraction} of a 1-cpu limit`);
+    await burner.kill();
+    assert.equal((await burner.exit).kind, "killed");
+  });
+});
+
+engineTest("DockerSandbox stats shows memory rising with a 100 MiB allocation", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    const before = await sandbox.stats();
+    const holder = await sandbox.reserveProcess({
+      executable: "/usr/local/bin/node",
+      args: ["-e", "globalThis.held = Buffer.alloc(100 * 2 ** 20, 1); console.log('held'); setInterval(() => {}, 1000)"],
+    }).start();
+    await readUntil(holder.stdout, (seen) => seen.includes("held"));
+    const after = await eventually("the working set 100 MiB above its start", async () => {
+      const stats = await sandbox.stats();
+      return stats.memory.workingSetBytes >= before.memory.workingSetBytes + 100 * MIB ? stats : undefined;
+    });
+    assert.ok(after.memory.usageBytes >= after.memory.workingSetBytes);
+    assert.ok(after.memory.usageBytes <= after.memory.limitBytes);
+    await holder.kill();
+    await Promise.all([holder.stdout.pipeTo(new WritableStream()), text(holder.stderr)]);
+    assert.equal((await holder.exit).kind, "killed");
+  }, { image: nodeImage, policy: { ...testPolicy, resources: { cpus: 1, memoryBytes: 512 * MIB, pids: 128 } } });
+});
