@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { endOutputs } from "./_end.ts";
 import { DockerEngineOutputError } from "../errors.ts";
 import { chunkReader } from "../../streams/chunk_reader.ts";
 
@@ -358,32 +359,7 @@ export function demultiplex(
     state = "ended";
     reader.releaseLock();
     resolveDone();
-    if (confirmEnd === undefined) return closeBoth();
-    let confirmed: Promise<void>;
-    try {
-      confirmed = confirmEnd();
-    } catch (error) {
-      confirmed = Promise.reject(error);
-    }
-    confirmed.then(closeBoth, (failure: unknown) => {
-      for (const channel of [stdout, stderr]) {
-        try {
-          channel.controller.error(failure);
-        } catch {
-          // Already cancelled by its consumer.
-        }
-      }
-    });
-  }
-
-  function closeBoth(): void {
-    for (const channel of [stdout, stderr]) {
-      try {
-        channel.controller.close();
-      } catch {
-        // Already cancelled by its consumer.
-      }
-    }
+    endOutputs([stdout.controller, stderr.controller], confirmEnd);
   }
 
   async function pump(): Promise<void> {

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { endOutputs } from "./_end.ts";
 import { DockerEngineOutputError } from "../errors.ts";
 import { chunkReader } from "../../streams/chunk_reader.ts";
 import type { DemultiplexedOutput, DemultiplexOptions } from "./demultiplex.ts";
@@ -115,32 +116,11 @@ export function terminalOutput(source: ReadableStream<Uint8Array>, options: Term
     return true;
   }
 
-  function close(): void {
-    try {
-      controller.close();
-    } catch {
-      // Already cancelled by its consumer.
-    }
-  }
-
   function end(): void {
     state = "ended";
     reader.releaseLock();
     resolveDone();
-    if (confirmEnd === undefined) return close();
-    let confirmed: Promise<void>;
-    try {
-      confirmed = confirmEnd();
-    } catch (error) {
-      confirmed = Promise.reject(error);
-    }
-    confirmed.then(close, (failure: unknown) => {
-      try {
-        controller.error(failure);
-      } catch {
-        // Already cancelled by its consumer.
-      }
-    });
+    endOutputs([controller], confirmEnd);
   }
 
   async function pump(): Promise<void> {
