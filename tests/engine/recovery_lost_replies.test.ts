@@ -7,11 +7,12 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { LABELS } from "../../lib/docker/names.ts";
+import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import { digestOf, type DockerSandboxRecoveryRecord } from "../../lib/docker/recovery/record.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import { SandboxConflictError, SandboxError } from "../../lib/sandbox/errors.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
-import { endpoint, engineTest } from "./_engine.ts";
+import { endpoint, engineTest, eventually } from "./_engine.ts";
 import { type FaultProxy, type RequestMatch, startFaultProxy } from "./_fault_proxy.ts";
 import { assertNothingLeft, onlyRecord, storedRecord, withWorld } from "./_recovery.ts";
 
@@ -84,12 +85,14 @@ for (const { role, step, match } of cases) {
       const { store, backend: owner } = world;
       let fault: { restore(): void };
       let failure: unknown;
+      let owned: DockerSandbox | undefined;
       const outcome = (task: Promise<unknown>) => task.then(() => undefined, (error) => error);
       if (step === "create" && role !== "accessor") {
         fault = loseReply(proxy, match);
         failure = await outcome(owner.reserve({ policy }, store).start());
       } else {
         const sandbox = await owner.reserve({ policy }, store).start();
+        owned = sandbox;
         const guest = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "echo kept > f"] }).start();
         await guest.stdin.close();
         await guest.exit;
@@ -119,8 +122,13 @@ for (const { role, step, match } of cases) {
       assert.equal(record.resources[role]?.state, expected, `the record keeps the ${role} ${expected}`);
       if (step === "create") assert.match(failure.message, new RegExp(`whether the ${role} was created is unknown`));
 
-      // The Engine is reachable again; a fresh controller (a new backend) takes over.
+      // The Engine is reachable again. A sandbox whose stop failed retries its removal in the
+      // background for deadlines.cleanupMs (state stop_failed until one succeeds): the owner
+      // is done once that ends, and only then does a fresh controller (a new backend) take over.
       fault.restore();
+      if (owned?.state === "stop_failed") {
+        await eventually("the owner's own removal retries ending", () => owned!.state === "stopped" ? true : undefined);
+      }
       const similar = await lookAlike(engine, record);
       try {
         const recovery = await world.fresh().recover(record, store, { force: locked });
