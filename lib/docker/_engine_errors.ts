@@ -84,3 +84,20 @@ export function rephrased(error: SandboxError, message: string, cause: unknown):
   const Class = error.constructor as new (message: string, options: { cause: unknown }) => SandboxError;
   return new Class(message, { cause });
 }
+
+/**
+ * The stop cause when the Engine answered nothing for `timeoutMs` (`policy.deadlines.cleanupMs`)
+ * while the sandbox needed it (an exit to observe, a container to watch).
+ *
+ * @param action the "<action>" of the message ("observe the process's exit")
+ * @param timeoutMs how long it has not answered, in milliseconds
+ * @param error the last failure
+ */
+export function unansweredError(action: string, timeoutMs: number, error: unknown): SandboxEngineError {
+  return new SandboxEngineError(
+    `Cannot ${action}: the Engine has not answered for ${timeoutMs} ms (policy.deadlines.cleanupMs; last: ${
+      error instanceof Error ? error.message : String(error)
+    }), so the sandbox was stopped`,
+    { cause: error },
+  );
+}

@@ -46,7 +46,7 @@ import { resourceLabels, type SandboxResourceNames } from "./names.ts";
 import { DockerProcessReservation, type ProcessHost } from "./process/process.ts";
 import { ProcessRegistry } from "./process/registry.ts";
 import { runToEnd } from "./process/run.ts";
-import { asSandboxError } from "./_engine_errors.ts";
+import { asSandboxError, unansweredError } from "./_engine_errors.ts";
 import { type AccessorContext, createAccessor, verifyAccessor } from "./files/accessor.ts";
 import { removeAllRecorded, removeRecorded } from "./recovery/resources.ts";
 import { claimExportSlot } from "./files/_export_slot.ts";
@@ -193,18 +193,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
             exitCode === undefined ? "Cannot continue: the keeper container was removed from outside" : "Cannot continue: the keeper container stopped on its own",
           ),
         ).catch(() => {}),
-      onUnreachable: (error) => void this.#stopFor(this.#unreachable("watch the keeper", error)).catch(() => {}),
+      onUnreachable: (error) => void this.#stopFor(unansweredError("watch the keeper", this.#policy.deadlines.cleanupMs, error)).catch(() => {}),
     });
-  }
-
-  /** The stop cause when the Engine stopped answering a watch for `deadlines.cleanupMs`. */
-  #unreachable(action: string, error: unknown): SandboxEngineError {
-    return new SandboxEngineError(
-      `Cannot ${action}: the Engine has not answered for ${this.#policy.deadlines.cleanupMs} ms (policy.deadlines.cleanupMs; last: ${
-        error instanceof Error ? error.message : String(error)
-      }), so the sandbox was stopped`,
-      { cause: error },
-    );
   }
 
   /**
@@ -227,7 +217,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
           await this.#stopFor(proxyStoppedError({ exitCode, oomKilled: inspect === undefined ? undefined : inspect.State.OOMKilled === true })).catch(() => {});
         }
       },
-      onUnreachable: (error) => void this.#stopFor(this.#unreachable("watch the egress proxy", error)).catch(() => {}),
+      onUnreachable: (error) => void this.#stopFor(unansweredError("watch the egress proxy", this.#policy.deadlines.cleanupMs, error)).catch(() => {}),
     });
   }
 

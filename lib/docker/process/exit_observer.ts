@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { SandboxEngineError, type SandboxError, SandboxStoppedError } from "../../sandbox/errors.ts";
+import { type SandboxError, SandboxStoppedError } from "../../sandbox/errors.ts";
 import type { SandboxPolicy } from "../../sandbox/policy.ts";
 import type { DockerEngine } from "../../engine/client.ts";
 import { inspectContainer } from "../../engine/containers.ts";
 import { inspectExec } from "../../engine/exec.ts";
-import { isNotFound } from "../_engine_errors.ts";
+import { isNotFound, unansweredError } from "../_engine_errors.ts";
 
 /** What the observer needs of its sandbox. */
 export interface ExitObserverHost {
@@ -181,14 +181,7 @@ async function observe(
       // (the Engine is gone) stops the sandbox, so the receipt settles `unavailable`.
       unansweredSince ??= sentAt;
       if (Date.now() - unansweredSince >= timeoutMs) {
-        host.stopFor(
-          new SandboxEngineError(
-            `Cannot observe the process's exit: the Engine has not answered for ${timeoutMs} ms (policy.deadlines.cleanupMs; last: ${
-              error instanceof Error ? error.message : String(error)
-            }), so the sandbox was stopped`,
-            { cause: error },
-          ),
-        ).catch(() => {});
+        host.stopFor(unansweredError("observe the process's exit", timeoutMs, error)).catch(() => {});
         continue;
       }
     }
