@@ -293,26 +293,19 @@ export async function startGuestProcess(
  * End the command of exec `execId` that may have started though its start's reply was lost:
  * up to {@linkcode KILL_ATTEMPTS} times, the exec is inspected and, while it runs, its
  * process group killed by `mark` (waits of 10 ms doubling between attempts, as for a kill).
- *
- * @returns `"ended"` (killed, or it had exited), `"never started"` (the Engine reports no
- *   start after every attempt), or `"unknown"` (it could not be inspected or killed)
+ * Ends once it was killed or had exited, or after the last attempt; never rejects.
  */
-async function endUnattached(host: ProcessHost, execId: string, mark: string): Promise<"ended" | "never started" | "unknown"> {
-  let outcome: "never started" | "unknown" = "never started";
+async function endUnattached(host: ProcessHost, execId: string, mark: string): Promise<void> {
   for (let attempt = 0; attempt < KILL_ATTEMPTS && !host.stopping.aborted; attempt++) {
     try {
       const state = await inspectExec(host.engine, execId, { timeoutMs: host.policy.deadlines.cleanupMs });
-      if (!state.Running && state.ExitCode !== null) return "ended";
-      if (state.Running) {
-        if ((await killProcessGroup(host, mark)).kind === "killed") return "ended";
-        outcome = "unknown";
-      }
+      if (!state.Running && state.ExitCode !== null) return;
+      if (state.Running && (await killProcessGroup(host, mark)).kind === "killed") return;
     } catch {
-      outcome = "unknown";
+      // Not answered, or the kill could not run: tried again after the wait.
     }
     await new Promise((resolve) => setTimeout(resolve, 10 * 2 ** attempt));
   }
-  return outcome;
 }
 
 /** The kill reason of a fault of the output stream. */
