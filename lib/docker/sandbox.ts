@@ -106,9 +106,9 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   #stopCause: SandboxError | undefined;
   #stopping = new AbortController();
   #stopTask: Promise<void> | undefined;
-  #computeRemoved: { promise: Promise<void>; resolve: () => void };
+  readonly #computeRemoved: PromiseWithResolvers<void> = Promise.withResolvers<void>();
   /** Resolved when the first compute removal attempt ended (removed or failed). */
-  #stopEnded: { promise: Promise<void>; resolve: () => void };
+  readonly #stopEnded: PromiseWithResolvers<void> = Promise.withResolvers<void>();
   /** The processes' bounds: the one process, concurrency, imports. */
   readonly #processes: ProcessRegistry;
   /** What processes see of this sandbox. */
@@ -138,8 +138,6 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     this.#policy = policy;
     this.#names = names;
     this.#acquired = acquired;
-    this.#computeRemoved = deferred();
-    this.#stopEnded = deferred();
     const promise = this.#computeRemoved.promise;
     this.#processes = new ProcessRegistry(policy.processes, policy.maxConcurrentProcesses);
     this.#host = {
@@ -733,11 +731,4 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     }
     this.#state = "destroyed";
   }
-}
-
-/** A promise with its resolve function. */
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
 }
