@@ -139,7 +139,7 @@ run_lane() { # runtime lane
   esac
 }
 
-total_passed=0; total_failed=0; summaries=()
+total_passed=0; total_failed=0; summaries=(); failed_tests=()
 for rt in $RUNTIMES; do
   for lane in $LANES; do
     LANE_ENV=() label=""
@@ -164,7 +164,8 @@ for rt in $RUNTIMES; do
     fi
     run_lane "$rt" "$lane"; code=$?
     if [ "$lane" = compat ] && [ -n "$started_compat" ]; then compat_engine stop && started_compat=""; fi
-    read -r passed failed skipped < <(node scripts/junit-count.mjs "$OUT/$rt-$lane.xml")
+    read -r passed failed skipped < <(node scripts/junit-count.mjs "$OUT/$rt-$lane.xml" "$OUT/$rt-$lane.failed")
+    while IFS= read -r name; do failed_tests+=("$rt $lane: $name"); done < "$OUT/$rt-$lane.failed"
     if [ "$code" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
     if [ "$lane" != unit ] && { [ "$passed" -eq 0 ] || [ "$skipped" -ne 0 ]; }; then
       echo "the $lane lane must run: $passed passed, $skipped skipped"
@@ -177,6 +178,7 @@ done
 
 printf '\n== summary\n'
 for s in "${summaries[@]}"; do echo "$s"; done
+for s in "${failed_tests[@]}"; do echo "failed: $s"; done
 for s in "${failed_steps[@]}"; do echo "check failed: $s"; total_failed=$((total_failed + 1)); done
 echo "$total_passed passed, $total_failed failed"
 [ "$total_failed" -eq 0 ]
