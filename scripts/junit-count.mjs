@@ -21,10 +21,12 @@ let passed = 0, failed = 0, skipped = 0;
 const names = [];
 // Attribute values may hold a bare ">" (Node writes name="a &lt;b> c"), so an element's
 // attributes are read as quoted strings or other characters.
-const testcase = /<testcase\b((?:[^>"]|"[^"]*")*?)(\/>|>([\s\S]*?)<\/testcase>)/g;
+const ATTRIBUTES = String.raw`((?:[^>"]|"[^"]*")*?)`;
+const testcase = new RegExp(String.raw`<testcase\b${ATTRIBUTES}(\/>|>([\s\S]*?)<\/testcase>)`, "g");
+const failureElement = new RegExp(String.raw`<(failure|error)\b${ATTRIBUTES}(\/>|>([\s\S]*?)<\/\1>)`);
 for (const match of xml.matchAll(testcase)) {
   const inner = match[3] ?? "";
-  const failure = /<(failure|error)\b((?:[^>"]|"[^"]*")*?)(\/>|>([\s\S]*?)<\/\1>)/.exec(inner);
+  const failure = failureElement.exec(inner);
   if (failure) {
     failed++;
     const name = unescape(/\bname="([^"]*)"/.exec(match[1])?.[1] ?? "(unnamed)");
