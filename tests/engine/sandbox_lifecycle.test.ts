@@ -13,7 +13,7 @@ import {
 import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import { busyboxImage, endpoint, engineTest, eventually } from "./_engine.ts";
-import { assertGone, recordingPort, testPolicy, withBackend } from "./_sandbox.ts";
+import { assertGone, readUntil, recordingPort, testPolicy, withBackend } from "./_sandbox.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 
@@ -244,8 +244,12 @@ engineTest("DockerSandbox notices a keeper that stops on its own, reports stoppe
   await withBackend(async (backend) => {
     const sandbox = await backend.reserve({ policy: testPolicy }, recordingPort()).start();
     try {
-      const process = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["60"] }).start();
+      const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "echo up; exec /bin/sleep 60"] }).start();
       await process.stdin.close();
+      // The exec's start can answer before runc has launched the process; a keeper killed in
+      // between makes the Engine report the exec's own failure (exit 127), not a killed
+      // leader. Wait until the leader runs.
+      await readUntil(process.stdout, (seen) => seen.includes("up\n"));
       // The agent cannot signal its keeper (another uid); someone outside stops it.
       await engine.request("POST", `/containers/${sandbox.resources.keeperId}/kill`, { query: { signal: "TERM" }, expect: [204] });
       // the leader dies with the keeper: observed as killed, or unobservable once compute is gone
