@@ -146,7 +146,12 @@ export class RelayConnection implements SandboxConnection {
       this.#credit -= piece.byteLength;
       this.bytesIn += piece.byteLength;
       rest = rest.subarray(piece.byteLength);
-      await this.#channel.sendData(this.#id, piece);
+      try {
+        await this.#channel.sendData(this.#id, piece);
+      } catch (error) {
+        // The attach failed: the channel ends with its own failure, which says more.
+        throw this.#failure ?? this.#channel.failure ?? new SandboxConnectionError("relay_lost", `Cannot write to port ${this.#port}: the relay's connection failed`, { cause: error });
+      }
     }
   }
 
