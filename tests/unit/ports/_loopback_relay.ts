@@ -22,7 +22,6 @@ export interface LoopbackRelay {
 export function loopbackRelay(): LoopbackRelay {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let total = 0;
-  let relay!: Relay;
   const output = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
   const channel = new RelayChannel(output, {
     write: (bytes) => {
@@ -34,7 +33,7 @@ export function loopbackRelay(): LoopbackRelay {
       }, 0));
     },
   }, (why) => new SandboxConnectionError("relay_lost", `Cannot relay: the relay was lost (${why})`));
-  relay = startRelay({
+  const relay: Relay = startRelay({
     connect: (port) => connect({ host: "127.0.0.1", port, allowHalfOpen: true }) as unknown as RelaySocket,
     write: (bytes) => {
       total += bytes.byteLength;
