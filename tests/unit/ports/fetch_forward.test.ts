@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { once } from "node:events";
-import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import { type AddressInfo, connect as netConnect, createServer, type Socket } from "node:net";
 import { test } from "node:test";
 import { SandboxConnectionError, type SandboxForwardEvent } from "../../../lib/sandbox/ports.ts";
@@ -16,7 +16,7 @@ import { loopbackRelay } from "./_loopback_relay.ts";
 
 const running = () => {};
 
-async function httpServer(handler: Parameters<typeof createHttpServer>[0]): Promise<{ server: HttpServer; port: number }> {
+async function httpServer(handler: (request: IncomingMessage, response: ServerResponse) => void): Promise<{ server: HttpServer; port: number }> {
   const server = createHttpServer(handler);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -271,8 +271,8 @@ test("forwardRelayed reports a guest port nothing listens on as refused guest_re
       for await (const event of forward.events) return [event];
       return [];
     })();
-    assert.equal(event.event, "refused");
-    assert.equal(event.reason, "guest_refused");
+    assert.equal(event?.event, "refused");
+    assert.equal(event?.reason, "guest_refused");
   } finally {
     await forward.close();
     loop.relay.close();
