@@ -108,6 +108,7 @@ export async function assertNamesAbsent(engine: DockerEngine, names: SandboxReso
   await assertAbsent(engine, `/networks/${names.network}`);
   await assertAbsent(engine, `/containers/${names.proxy}/json`);
   await assertAbsent(engine, `/networks/${names.egress}`);
+  await assertAbsent(engine, `/containers/${names.relay}/json`);
 }
 
 /** Read a whole byte stream as UTF-8 text. */
