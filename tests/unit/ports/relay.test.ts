@@ -176,3 +176,39 @@ test("RelayConnection maxBytes resets the connection past the bound with Sandbox
     server.close();
   }
 });
+
+test("the relay program runs as its own node process from its text on the command line, as in the relay container", async () => {
+  const { spawn } = await import("node:child_process");
+  const { readFile } = await import("node:fs/promises");
+  const { RelayChannel } = await import("../../../lib/docker/ports/_channel.ts");
+  const text = await readFile(new URL("../../../lib/docker/ports/relay_program.ts", import.meta.url), "utf8");
+  // The pinned Node of the toolchain (node_modules/.bin), whichever runtime runs this test.
+  const child = spawn("node", ["--input-type=module-typescript", "-e", text, "agentcell-relay"], { stdio: ["pipe", "pipe", "pipe"] });
+  const { server, port } = await listen((socket) => socket.pipe(socket));
+  try {
+    const output = new ReadableStream<Uint8Array>({
+      start(controller) {
+        child.stdout!.on("data", (chunk: Uint8Array) => controller.enqueue(new Uint8Array(chunk)));
+        child.stdout!.on("end", () => controller.close());
+      },
+    });
+    const channel = new RelayChannel(output, {
+      write: (bytes) => new Promise((resolve, reject) => child.stdin!.write(bytes, (error) => error ? reject(error) : resolve())),
+    }, (why) => new SandboxConnectionError("relay_lost", `Cannot relay: lost (${why})`));
+    await channel.ready;
+    const connection = await channel.open(port, undefined).promise;
+    const data = pattern(2_500_000, 9);
+    const writer = connection.writable.getWriter();
+    const writing = writer.write(data).then(() => writer.close());
+    const echoed = await readAll(connection.readable);
+    await writing;
+    assert.deepEqual(echoed, data);
+    child.stdin!.end();
+    const [code] = await once(child, "exit");
+    assert.equal(code, 0, "the relay exits when its stdin ends");
+    await assert.rejects(channel.open(port, undefined).promise, (error: unknown) => error instanceof SandboxConnectionError && error.reason === "relay_lost");
+  } finally {
+    child.kill();
+    server.close();
+  }
+});
