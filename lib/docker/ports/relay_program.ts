@@ -249,8 +249,9 @@ export function startRelay(io: RelayIo): Relay {
         link.held.shift();
         sendData(id, link, chunk);
       } else {
-        sendData(id, link, chunk.subarray(0, link.credit));
-        link.held[0] = chunk.subarray(link.credit);
+        const allowed = link.credit;
+        sendData(id, link, chunk.subarray(0, allowed));
+        link.held[0] = chunk.subarray(allowed);
       }
     }
     if (link.held.length === 0 && link.guestEnded) {

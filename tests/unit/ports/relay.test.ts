@@ -212,3 +212,44 @@ test("the relay program runs as its own node process from its text on the comman
     server.close();
   }
 });
+
+test("startRelay sends a guest chunk larger than its credit in order, exactly once, as credit arrives", async () => {
+  const { startRelay, u32 } = await import("../../../lib/docker/ports/relay_program.ts");
+  const handlers: Record<string, (value?: unknown) => void> = {};
+  let paused = false;
+  const socket = {
+    write: () => true,
+    end: () => {},
+    destroy: () => {},
+    pause: () => void (paused = true),
+    resume: () => void (paused = false),
+    setNoDelay: () => {},
+    on: (event: string, listener: (value?: unknown) => void) => void (handlers[event] = listener),
+  };
+  const out = new FrameDecoder();
+  const received: Uint8Array[] = [];
+  const relay = startRelay({
+    connect: () => socket as never,
+    write: (bytes) => {
+      for (const frame of out.push(bytes.slice())) if (frame.type === FRAME.data) received.push(frame.payload.slice());
+      return true;
+    },
+  });
+  relay.receive(encodeFrame(FRAME.open, 5, new Uint8Array([0, 80])));
+  handlers.connect();
+  const chunk = pattern(RELAY_WINDOW_BYTES + 1000, 11);
+  handlers.data(chunk);
+  const total = () => received.reduce((sum, piece) => sum + piece.byteLength, 0);
+  assert.equal(total(), RELAY_WINDOW_BYTES, "exactly the credit is sent");
+  assert.equal(paused, true, "the socket is paused while bytes are held");
+  relay.receive(encodeFrame(FRAME.credit, 5, u32(600)));
+  assert.equal(total(), RELAY_WINDOW_BYTES + 600);
+  relay.receive(encodeFrame(FRAME.credit, 5, u32(10_000)));
+  assert.equal(total(), RELAY_WINDOW_BYTES + 1000);
+  assert.equal(paused, false);
+  const joined = new Uint8Array(total());
+  let offset = 0;
+  for (const piece of received) (joined.set(piece, offset), offset += piece.byteLength);
+  assert.deepEqual(joined, chunk, "in order, each byte once");
+  relay.close();
+});
