@@ -75,7 +75,7 @@ export const RELAY_MAX_CONNECTIONS = 4096;
 /** The first argument after the program text that makes it run as the relay. */
 export const RELAY_ARGUMENT = "agentcell-relay";
 
-/** One decoded frame; `payload` is a view into the chunk it arrived in. */
+/** One decoded frame; a `data` payload is a view into the chunk it arrived in. */
 export interface RelayFrame {
   readonly type: number;
   readonly id: number;
@@ -128,11 +128,17 @@ export function readU32(payload: Uint8Array): number {
 }
 
 /**
- * An incremental frame decoder: feed it chunks in order, get whole frames. It holds at most
- * one partial frame (≤ header + {@linkcode MAX_FRAME_PAYLOAD} bytes).
+ * An incremental frame decoder: feed it chunks in order, get frames. A `data` frame's payload
+ * is handed out piece by piece as it arrives (views into the chunks, never joined), so one
+ * frame may come out as several `data` frames of the same ID; every other frame comes out
+ * whole. It holds at most a partial header and one partial control frame (≤ 9 +
+ * {@linkcode MAX_FRAME_PAYLOAD} bytes).
  */
 export class FrameDecoder {
-  #pending: Uint8Array = new Uint8Array(0);
+  #header = new Uint8Array(FRAME_HEADER_BYTES);
+  #headerBytes = 0;
+  /** The frame being read, once its header is complete. */
+  #current: { type: number; id: number; remaining: number; parts: Uint8Array[] } | undefined;
 
   /**
    * Decode what `chunk` completes.
@@ -140,36 +146,50 @@ export class FrameDecoder {
    * @throws {RangeError} for a declared payload above {@linkcode MAX_FRAME_PAYLOAD} or an unknown type
    */
   push(chunk: Uint8Array): RelayFrame[] {
-    let bytes = chunk;
-    if (this.#pending.byteLength > 0) {
-      const joined = new Uint8Array(this.#pending.byteLength + chunk.byteLength);
-      joined.set(this.#pending);
-      joined.set(chunk, this.#pending.byteLength);
-      bytes = joined;
-    }
     const frames: RelayFrame[] = [];
     let offset = 0;
-    while (bytes.byteLength - offset >= FRAME_HEADER_BYTES) {
-      const view = new DataView(bytes.buffer, bytes.byteOffset + offset, FRAME_HEADER_BYTES);
-      const type = view.getUint8(0);
-      const id = view.getUint32(1);
-      const length = view.getUint32(5);
-      if (type < FRAME.open || type > FRAME.ready) throw new RangeError(`frame type ${type} is unknown`);
-      if (length > MAX_FRAME_PAYLOAD) throw new RangeError(`a frame declares ${length} payload bytes, more than ${MAX_FRAME_PAYLOAD}`);
-      if (bytes.byteLength - offset - FRAME_HEADER_BYTES < length) break;
-      const start = offset + FRAME_HEADER_BYTES;
-      frames.push({ type, id, payload: bytes.subarray(start, start + length) });
-      offset = start + length;
+    while (offset < chunk.byteLength || (this.#current !== undefined && this.#current.remaining === 0)) {
+      if (this.#current === undefined) {
+        const take = Math.min(FRAME_HEADER_BYTES - this.#headerBytes, chunk.byteLength - offset);
+        this.#header.set(chunk.subarray(offset, offset + take), this.#headerBytes);
+        this.#headerBytes += take;
+        offset += take;
+        if (this.#headerBytes < FRAME_HEADER_BYTES) break;
+        this.#headerBytes = 0;
+        const view = new DataView(this.#header.buffer);
+        const type = view.getUint8(0);
+        const length = view.getUint32(5);
+        if (type < FRAME.open || type > FRAME.ready) throw new RangeError(`frame type ${type} is unknown`);
+        if (length > MAX_FRAME_PAYLOAD) throw new RangeError(`a frame declares ${length} payload bytes, more than ${MAX_FRAME_PAYLOAD}`);
+        this.#current = { type, id: view.getUint32(1), remaining: length, parts: [] };
+      }
+      const current = this.#current;
+      const take = Math.min(current.remaining, chunk.byteLength - offset);
+      const piece = chunk.subarray(offset, offset + take);
+      offset += take;
+      current.remaining -= take;
+      if (current.type === FRAME.data) {
+        if (piece.byteLength > 0) frames.push({ type: current.type, id: current.id, payload: piece });
+      } else if (piece.byteLength > 0) current.parts.push(piece.slice());
+      if (current.remaining > 0) break;
+      this.#current = undefined;
+      if (current.type !== FRAME.data) frames.push({ type: current.type, id: current.id, payload: joinParts(current.parts) });
     }
-    // The rest is copied: it would otherwise pin the whole chunk.
-    this.#pending = offset === bytes.byteLength ? new Uint8Array(0) : bytes.slice(offset);
     return frames;
   }
 
-  /** Bytes of an incomplete frame held. */
+  /** Bytes of an incomplete frame held (header and control payload). */
   get pendingBytes(): number {
-    return this.#pending.byteLength;
+    return this.#headerBytes + (this.#current?.parts.reduce((sum, part) => sum + part.byteLength, 0) ?? 0);
   }
+}
+
+function joinParts(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
+  let offset = 0;
+  for (const part of parts) (joined.set(part, offset), offset += part.byteLength);
+  return joined;
 }
 
 /** The part of a `node:net` socket the relay uses. */
@@ -313,8 +333,8 @@ export function startRelay(io: RelayIo): Relay {
     if (link === undefined) return;
     if (type === FRAME.data) {
       if (payload.byteLength === 0) return;
-      // A copy: the payload is a view into a chunk the decoder may keep for the next frame.
-      const bytes = payload.slice();
+      // A view into a stdin chunk, which Node never reuses: written as it is.
+      const bytes = payload;
       link.unflushed += bytes.byteLength;
       link.socket.write(bytes, (error) => {
         if (!error && links.get(id) === link) grantBack(id, link, bytes.byteLength);

@@ -40,7 +40,12 @@ test("FrameDecoder joins frames split anywhere and refuses an oversized declarat
   const decoder = new FrameDecoder();
   const seen = [];
   for (let i = 0; i < wire.byteLength; i++) seen.push(...decoder.push(wire.subarray(i, i + 1)));
-  assert.deepEqual(seen.map((f) => [f.type, f.id, [...f.payload]]), [[FRAME.data, 7, [1, 2, 3]], [FRAME.end, 7, []], [FRAME.credit, 9, [0, 0, 1, 0]]]);
+  // A data payload comes out piece by piece (here one byte each); control frames whole.
+  assert.deepEqual(seen.map((f) => [f.type, f.id, [...f.payload]]), [
+    [FRAME.data, 7, [1]], [FRAME.data, 7, [2]], [FRAME.data, 7, [3]], [FRAME.end, 7, []], [FRAME.credit, 9, [0, 0, 1, 0]],
+  ]);
+  const whole = new FrameDecoder().push(wire);
+  assert.deepEqual(whole.map((f) => [f.type, f.id, [...f.payload]]), [[FRAME.data, 7, [1, 2, 3]], [FRAME.end, 7, []], [FRAME.credit, 9, [0, 0, 1, 0]]]);
   assert.equal(decoder.pendingBytes, 0);
   const header = encodeFrame(FRAME.data, 1).slice(0, 9);
   new DataView(header.buffer).setUint32(5, MAX_FRAME_PAYLOAD + 1);
