@@ -106,15 +106,5 @@ export async function guestNetworkView(sandbox: DockerSandbox): Promise<{ listen
   return { listening, routes };
 }
 
-/** Deterministic bytes. */
-export function pattern(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    bytes[i] = x & 0xff;
-  }
-  return bytes;
-}
+/** Deterministic bytes (the files tests' generator). */
+export { bytes as pattern } from "./_files.ts";

@@ -5,9 +5,10 @@
 import assert from "node:assert/strict";
 import { connect as netConnect } from "node:net";
 import { SandboxConfigurationError, SandboxDeadlineError, SandboxQuotaError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
-import { MAX_SANDBOX_CONNECTIONS, SandboxConnectionError, type SandboxForwardEvent } from "../../lib/sandbox/ports.ts";
+import { MAX_SANDBOX_CONNECTIONS, SandboxConnectionError } from "../../lib/sandbox/ports.ts";
 import { engineTest, nodeImage } from "./_engine.ts";
 import { withSandbox } from "./_sandbox.ts";
+import { webSocketRoundTrip } from "../unit/ports/_websocket.ts";
 import { guestNetworkView, NODE_ECHO, NODE_WEBSOCKET_ECHO, pattern, startHttpd, startNodeServer, withPortSandbox } from "./_ports.ts";
 
 engineTest("DockerSandbox.fetch gets a file byte-exact from busybox httpd in an isolated sandbox", async (engine) => {
@@ -55,28 +56,7 @@ engineTest("DockerSandbox.forwardPort relays a WebSocket echo to the host runtim
     const forward = await sandbox.forwardPort(9001);
     port = forward.port;
     assert.match(forward.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
-    const socket = new WebSocket(forward.url.replace("http:", "ws:"));
-    socket.binaryType = "arraybuffer";
-    await new Promise((resolve, reject) => (socket.onopen = resolve, socket.onerror = reject));
-    const binary = pattern(40_000, 3);
-    const replies: unknown[] = [];
-    const both = new Promise<void>((resolve) => {
-      socket.onmessage = (event) => {
-        replies.push(event.data);
-        if (replies.length === 2) resolve();
-      };
-    });
-    socket.send("hello, guest");
-    socket.send(binary);
-    await both;
-    assert.equal(replies[0], "hello, guest");
-    assert.deepEqual(new Uint8Array(replies[1] as ArrayBuffer), binary);
-    socket.close();
-    const seen: SandboxForwardEvent[] = [];
-    for await (const event of forward.events) {
-      seen.push(event);
-      if (event.event === "closed") break;
-    }
+    const seen = await webSocketRoundTrip(forward, pattern(40_000, 3));
     assert.deepEqual(seen.map((event) => [event.event, event.reason]), [["opened", undefined], ["closed", "done"]]);
   }, { image: nodeImage });
   await assert.rejects(new Promise((resolve, reject) => {

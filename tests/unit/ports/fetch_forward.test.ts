@@ -13,6 +13,7 @@ import { fetchRelayed } from "../../../lib/docker/ports/fetch.ts";
 import { forwardRelayed } from "../../../lib/docker/ports/forward.ts";
 import { MAX_SANDBOX_CONNECTIONS } from "../../../lib/sandbox/ports.ts";
 import { loopbackRelay } from "./_loopback_relay.ts";
+import { webSocketRoundTrip } from "./_websocket.ts";
 
 const running = () => {};
 
@@ -187,28 +188,7 @@ test("forwardRelayed relays a WebSocket echo (the runtime's own WebSocket client
   try {
     assert.equal(forward.hostname, "127.0.0.1");
     assert.match(forward.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
-    const socket = new WebSocket(forward.url.replace("http:", "ws:"));
-    socket.binaryType = "arraybuffer";
-    await new Promise((resolve, reject) => (socket.onopen = resolve, socket.onerror = reject));
-    const binary = new Uint8Array(5000).map((_, i) => i & 0xff);
-    const replies: unknown[] = [];
-    const two = new Promise<void>((resolve) => {
-      socket.onmessage = (event) => {
-        replies.push(event.data);
-        if (replies.length === 2) resolve();
-      };
-    });
-    socket.send("hello through the relay");
-    socket.send(binary);
-    await two;
-    assert.equal(replies[0], "hello through the relay");
-    assert.deepEqual(new Uint8Array(replies[1] as ArrayBuffer), binary);
-    socket.close();
-    const seen: SandboxForwardEvent[] = [];
-    for await (const event of forward.events) {
-      seen.push(event);
-      if (event.event === "closed") break;
-    }
+    const seen = await webSocketRoundTrip(forward, new Uint8Array(5000).map((_, i) => i & 0xff));
     assert.deepEqual(seen.map((event) => event.event), ["opened", "closed"]);
     assert.equal(seen[1].connection, 1);
     assert.ok((seen[1].bytesIn ?? 0) > 5000 && (seen[1].bytesOut ?? 0) > 5000);

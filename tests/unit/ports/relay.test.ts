@@ -8,24 +8,13 @@ import { test } from "node:test";
 import { SandboxConnectionError } from "../../../lib/sandbox/ports.ts";
 import { encodeFrame, FRAME, FrameDecoder, MAX_FRAME_PAYLOAD, RELAY_WINDOW_BYTES } from "../../../lib/docker/ports/relay_program.ts";
 import { loopbackRelay } from "./_loopback_relay.ts";
+import { bytes as pattern } from "../../engine/_files.ts";
 
 async function listen(onSocket: (socket: Socket) => void): Promise<{ server: Server; port: number }> {
   const server = createServer({ allowHalfOpen: true }, onSocket);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   return { server, port: (server.address() as AddressInfo).port };
-}
-
-function pattern(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    bytes[i] = x & 0xff;
-  }
-  return bytes;
 }
 
 async function readAll(readable: ReadableStream<Uint8Array>): Promise<Uint8Array> {
