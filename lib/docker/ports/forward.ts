@@ -19,7 +19,7 @@ import {
 import { listenTcpSocket } from "../../engine/socket/connect.ts";
 import type { AcceptedConnection, TcpListener } from "../../engine/socket/types.ts";
 import { denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
-import { BoundedEvents } from "./_events.ts";
+import { BoundedEvents } from "../_bounded_events.ts";
 import type { RelayConnection } from "./_connection.ts";
 import type { RelayConnectOptions } from "./connect.ts";
 
