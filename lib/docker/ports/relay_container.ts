@@ -15,10 +15,9 @@
  *
  * @module
  */
-import { isDeepStrictEqual } from "node:util";
 import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
 import type { ContainerInspect } from "../../engine/containers.ts";
-import { HARDENING_FIELDS, hostConfigMismatches, lockedDownHostConfig } from "../keeper/spec.ts";
+import { nodeProgramCreateBody, nodeProgramMismatches, type NodeProgramContainer } from "../_node_program_container.ts";
 import { containerNetworks } from "../egress/proxy_container.ts";
 import { RELAY_ARGUMENT } from "./relay_program.ts";
 
@@ -35,9 +34,6 @@ export const RELAY_LIMITS: { readonly cpus: number; readonly memoryBytes: number
   nofile: 4096,
 });
 
-/** `PATH` of the relay container (the image's `node` is found through it). */
-const RELAY_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 /** Everything the relay's create body depends on. */
 export interface RelaySpec {
   /** Exact image ID (with `node` on its `PATH`). */
@@ -52,71 +48,39 @@ export interface RelaySpec {
   readonly labels: Readonly<Record<string, string>>;
 }
 
-function command(spec: RelaySpec): string[] {
-  return ["--input-type=module-typescript", "-e", spec.program, RELAY_ARGUMENT];
-}
-
-function environment(): string[] {
-  // NODE_OPTIONS is emptied so an image's own cannot load code into the relay.
-  return [`PATH=${RELAY_PATH}`, "NODE_OPTIONS="];
-}
-
-/** The `POST /containers/create` body of the relay (Engine API v1.44+). */
-export function relayCreateBody(spec: RelaySpec): Record<string, unknown> {
+/** The relay as a helper container of ours. */
+function helper(spec: RelaySpec): NodeProgramContainer {
   return {
-    Image: spec.imageDigest,
-    User: `${spec.user.uid}:${spec.user.gid}`,
-    Entrypoint: ["node"],
-    Cmd: command(spec),
-    WorkingDir: "/",
-    Env: environment(),
-    Labels: { ...spec.labels },
-    Tty: false,
-    OpenStdin: true,
-    StdinOnce: true,
-    AttachStdin: true,
-    AttachStdout: true,
-    AttachStderr: true,
-    ExposedPorts: {},
-    HostConfig: {
-      ...lockedDownHostConfig(RELAY_LIMITS, `container:${spec.keeperId}`),
-      Tmpfs: {},
-      Mounts: [],
-      Ulimits: [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: RELAY_LIMITS.nofile, Hard: RELAY_LIMITS.nofile }],
-      // runc, named: the relay joins the keeper's kernel network namespace (see docs/ports.md
-      // for gVisor, where the guest's sockets are not in that namespace).
-      Runtime: "runc",
-      Sysctls: {},
-    },
+    imageDigest: spec.imageDigest,
+    user: spec.user,
+    args: ["-e", spec.program, RELAY_ARGUMENT],
+    env: [],
+    labels: spec.labels,
+    limits: RELAY_LIMITS,
+    networkMode: `container:${spec.keeperId}`,
+    // The namespace is the keeper's: its socket buffer caps already hold (see the module doc).
+    sysctls: {},
+    stdin: true,
   };
 }
 
+/** The `POST /containers/create` body of the relay (Engine API v1.44+): no network of its own. */
+export function relayCreateBody(spec: RelaySpec): Record<string, unknown> {
+  return nodeProgramCreateBody(helper(spec));
+}
+
 /**
- * Compare the relay's `GET /containers/{id}/json` with its spec: every hardening field of
- * `HostConfig` against the create body itself, then the image, user, command, environment,
- * stdin and that it is on no network of its own.
+ * Compare the relay's `GET /containers/{id}/json` with its spec: what every helper container
+ * shares (hardening, image, user, command, environment, stdin open) and that it is on no
+ * network of its own.
  *
  * @param running whether it must be running (after start) or merely created
  * @returns one sentence per mismatch (empty when everything matches)
  */
 export function relayMismatches(inspect: ContainerInspect, spec: RelaySpec, running: boolean): string[] {
-  const problems: string[] = [];
-  const check = (ok: boolean, what: string) => {
-    if (!ok) problems.push(what);
-  };
-  const { Config: config, HostConfig: host } = inspect;
-  const sent = relayCreateBody(spec).HostConfig as Record<string, unknown>;
-  problems.push(...hostConfigMismatches(host as unknown as Record<string, unknown>, sent, [...HARDENING_FIELDS, "Tmpfs", "Mounts", "Ulimits"]));
-  check((host.DeviceRequests ?? []).length === 0 && (host.VolumesFrom ?? []).length === 0 && inspect.Mounts.length === 0, "devices, mounts or shared volumes are present");
-  check(inspect.Image === spec.imageDigest, `image is ${inspect.Image}`);
-  check(config.User === `${spec.user.uid}:${spec.user.gid}`, `user is '${config.User}'`);
-  check(isDeepStrictEqual(config.Entrypoint, ["node"]) && isDeepStrictEqual(config.Cmd, command(spec)), "entrypoint/command is not the relay program");
-  const env = config.Env ?? [];
-  check(environment().every((entry) => env.includes(entry)), "environment lacks the relay's PATH and empty NODE_OPTIONS");
-  check(!config.Tty && config.OpenStdin === true && Object.keys(config.ExposedPorts ?? {}).length === 0, "a TTY is attached, stdin is closed, or ports are exposed");
+  const problems = nodeProgramMismatches(inspect, helper(spec), running, "relay");
   const networks = Object.keys(containerNetworks(inspect));
-  check(networks.length === 0, `networks are ${JSON.stringify(networks)}`);
-  if (running) check(inspect.State.Running, `state is ${inspect.State.Status}`);
+  if (networks.length > 0) problems.push(`networks are ${JSON.stringify(networks)}`);
   return problems;
 }
 

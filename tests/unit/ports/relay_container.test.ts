@@ -65,7 +65,7 @@ test("relayMismatches accepts the readback of its own create body and names ever
     [(i) => (i.HostConfig.Runtime = "runsc"), 'HostConfig.Runtime is "runsc"'],
     [(i) => (i.Config.User = "0:0"), "user is '0:0'"],
     [(i) => (i.Config.Cmd = ["-e", "evil"]), "entrypoint/command is not the relay program"],
-    [(i) => (i.Config.OpenStdin = false), "stdin is closed"],
+    [(i) => (i.Config.OpenStdin = false), "stdin is not as created"],
     [(i) => (i.Config.ExposedPorts = { "80/tcp": {} }), "ports are exposed"],
     [(i) => (i.NetworkSettings.Networks = { bridge: { IPAddress: "172.17.0.2", NetworkID: "1" } }), 'networks are ["bridge"]'],
     [(i) => (i.State.Running = false, i.State.Status = "exited"), "state is exited"],
