@@ -87,8 +87,12 @@ export async function fetchRelayed(connect: Connector, port: unknown, request: R
   const failWith = (error: SandboxError) => {
     if (done) return;
     done = true;
-    (connection as { fail?: (error: SandboxError) => void }).fail?.(error) ?? void connection.close();
     failure = error;
+    // A relayed connection fails with the error itself (its reader then reports it); any
+    // other connection is closed.
+    const relayed = connection as { fail?: (error: SandboxError) => void };
+    if (relayed.fail) relayed.fail(error);
+    else void connection.close();
   };
   let failure: SandboxError | undefined;
   const timer = setTimeout(

@@ -149,7 +149,8 @@ interface SocketReads {
  * buffered.
  */
 class DataEventReads implements SocketReads {
-  #kept: Uint8Array | undefined;
+  /** Chunks received and not yet read: one, as the socket pauses at each (a queue all the same). */
+  readonly #kept: Uint8Array[] = [];
   #waiter: (() => void) | undefined;
   ended = false;
   closed = false;
@@ -158,7 +159,7 @@ class DataEventReads implements SocketReads {
   constructor(socket: Socket) {
     socket.on("data", (chunk: Uint8Array) => {
       socket.pause();
-      this.#kept = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      this.#kept.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
       this.notify();
     });
   }
@@ -171,11 +172,8 @@ class DataEventReads implements SocketReads {
 
   async read(socket: Socket): Promise<Uint8Array | null> {
     for (;;) {
-      const kept = this.#kept;
-      if (kept !== undefined) {
-        this.#kept = undefined;
-        return kept;
-      }
+      const kept = this.#kept.shift();
+      if (kept !== undefined) return kept;
       if (this.failure !== undefined) throw this.failure;
       if (this.ended || this.closed) return null;
       const waiting = new Promise<void>((resolve) => this.#waiter = resolve);
