@@ -74,6 +74,8 @@ export interface DockerSandboxResources {
   readonly proxyId?: string;
   /** Egress bridge network ID (`allowlist`), else `undefined`. */
   readonly egressId?: string;
+  /** Port relay container ID once created (the first `connect()`), else `undefined`. */
+  readonly relayId?: string;
 }
 
 /**
@@ -255,6 +257,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       networkId: this.#acquired.networkId,
       accessorId: this.#accessorId,
       ...(this.#acquired.egress ? { proxyId: this.#acquired.egress.proxyId, egressId: this.#acquired.egress.egressId } : {}),
+      ...(this.#acquired.log.record.resources.relay?.id ? { relayId: this.#acquired.log.record.resources.relay.id } : {}),
     };
   }
 
