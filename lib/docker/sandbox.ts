@@ -94,6 +94,8 @@ export interface DockerSandboxResources {
  * - With policy `network: { kind: "allowlist" }`, `egress` yields the proxy's decisions;
  *   `stop()` also removes the proxy container, `destroy()` both networks, and a proxy that
  *   stops on its own stops the sandbox.
+ * - `connect()`, `fetch()` and `forwardPort()` reach guest servers through the sandbox's port
+ *   relay (`ports/`, created on the first connect); `stop()` ends them and removes the relay.
  * - `importTree()` writes trees between processes (policy `processes: "one"`: before the
  *   process is reserved); `exportTree()` reads them after `stop()` through a never-started
  *   read-only accessor container.
