@@ -57,6 +57,8 @@ import { TransferGuard } from "./files/_transfer_guard.ts";
 import { raceDeadline } from "../streams/deadline.ts";
 import type { DockerEgressEvents } from "./egress/events.ts";
 import { proxyStoppedError } from "./egress/proxy_stopped.ts";
+import { DockerSandboxPorts } from "./ports/ports.ts";
+import type { SandboxConnection, SandboxConnectOptions, SandboxFetchOptions, SandboxForwardOptions, SandboxPortForward, SandboxPorts } from "../sandbox/ports.ts";
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
 export interface DockerSandboxResources {
@@ -72,6 +74,8 @@ export interface DockerSandboxResources {
   readonly proxyId?: string;
   /** Egress bridge network ID (`allowlist`), else `undefined`. */
   readonly egressId?: string;
+  /** Port relay container ID once created (the first `connect()`), else `undefined`. */
+  readonly relayId?: string;
 }
 
 /**
@@ -90,11 +94,13 @@ export interface DockerSandboxResources {
  * - With policy `network: { kind: "allowlist" }`, `egress` yields the proxy's decisions;
  *   `stop()` also removes the proxy container, `destroy()` both networks, and a proxy that
  *   stops on its own stops the sandbox.
+ * - `connect()`, `fetch()` and `forwardPort()` reach guest servers through the sandbox's port
+ *   relay (`ports/`, created on the first connect); `stop()` ends them and removes the relay.
  * - `importTree()` writes trees between processes (policy `processes: "one"`: before the
  *   process is reserved); `exportTree()` reads them after `stop()` through a never-started
  *   read-only accessor container.
  */
-export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGuestFiles {
+export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGuestFiles, SandboxPorts {
   /** Reservation ID. */
   readonly id: string;
   readonly #engine: DockerEngine;
@@ -122,6 +128,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   #destroying = new AbortController();
   #keeperRemoved = false;
   #destroyTask: Promise<void> | undefined;
+  /** The guest ports (`ports/`), made on first use. */
+  #ports: DockerSandboxPorts | undefined;
 
   /** @internal Made by the reservation; not for callers. */
   constructor(
@@ -251,6 +259,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       networkId: this.#acquired.networkId,
       accessorId: this.#accessorId,
       ...(this.#acquired.egress ? { proxyId: this.#acquired.egress.proxyId, egressId: this.#acquired.egress.egressId } : {}),
+      ...(this.#acquired.log.record.resources.relay?.id ? { relayId: this.#acquired.log.record.resources.relay.id } : {}),
     };
   }
 
@@ -606,6 +615,95 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     return this.#accessorTask;
   }
 
+  /** The ports of this sandbox, made on first use. */
+  #portsOf(): DockerSandboxPorts {
+    this.#ports ??= new DockerSandboxPorts({
+      engine: this.#engine,
+      log: this.#acquired.log,
+      name: this.#names.relay,
+      keeperId: this.#acquired.keeperId,
+      user: this.#settings.keeperUser,
+      imageDigest: this.#settings.proxyImageDigest,
+      platform: this.#settings.profile.image.platform,
+      runtime: this.#settings.profile.runtime,
+      cleanupMs: this.#policy.deadlines.cleanupMs,
+      stopping: this.#stopping.signal,
+      assertRunning: (action) => this.#assertRunning(action),
+    });
+    return this.#ports;
+  }
+
+  /**
+   * Open a byte connection to `127.0.0.1:port` inside the sandbox's network namespace (any
+   * network policy, `isolated` included), through the sandbox's port relay: a hardened
+   * container of ours joined to the keeper's namespace, created on the first call (needs
+   * `config.proxyImageDigest`). See `docs/ports.md`.
+   *
+   * @param port the guest's TCP port, 1 … 65535
+   * @param options `signal`, `timeoutMs` (default 30 s)
+   * @returns `{ readable, writable, closed, close() }`; `writable.close()` half-closes
+   * @throws {SandboxConnectionError} `refused` when nothing accepts the connection
+   * @throws {SandboxConfigurationError} for an invalid port or option, or without `config.proxyImageDigest`
+   * @throws {SandboxUnsupportedError} under gVisor (`linux-x64-gvisor`)
+   * @throws {SandboxQuotaError} when 64 connections of this sandbox are open
+   * @throws {SandboxDeadlineError} / {SandboxAbortedError} / {SandboxStoppedError} (or the stop cause)
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * const connection = await sandbox.connect(8080);
+   * const writer = connection.writable.getWriter();
+   * await writer.write(new TextEncoder().encode("ping\n"));
+   * await writer.close(); // half-close: the guest reads end of file
+   * console.log(await new Response(connection.readable).text());
+   * ```
+   */
+  connect(port: number, options?: SandboxConnectOptions): Promise<SandboxConnection> {
+    return this.#portsOf().connect(port, options);
+  }
+
+  /**
+   * One HTTP/1.1 exchange with the guest server on `port` over {@linkcode connect}
+   * (`Connection: close`), answered as a standard `Response`; bounded by `options`
+   * (`timeoutMs` 30 s, `maxHeadBytes` 16 KiB, `maxBodyBytes` 64 MiB, `signal`).
+   *
+   * @param port the guest's TCP port
+   * @param request a path (`"/index.html"`), an `http:` URL (its host is the `Host` field) or a `Request`
+   * @throws {SandboxConnectionError} `refused`, `reset`, `relay_lost` or `invalid_response`
+   * @throws {SandboxQuotaError} past `maxHeadBytes` (the body stream errors past `maxBodyBytes`)
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * const response = await sandbox.fetch(3000, "/");
+   * console.log(response.status, await response.text());
+   * ```
+   */
+  fetch(port: number, request: Request | string | URL, options?: SandboxFetchOptions): Promise<Response> {
+    return this.#portsOf().fetch(port, request, options);
+  }
+
+  /**
+   * Listen on the host (`127.0.0.1` and a free port unless `options` say otherwise) and relay
+   * each accepted connection to the guest's `port` (one {@linkcode connect} each): open
+   * `forward.url` in a browser. Bounded by `maxConnections` (default 16) and
+   * `maxBytesPerConnection`; `events` reports `opened`, `closed` and `refused`. Closed by
+   * `close()` or when the sandbox stops. On Deno it needs `--allow-net=<hostname>`.
+   *
+   * @throws {SandboxConfigurationError} for an invalid option, or a Deno permission (named)
+   * @throws {SandboxConflictError} when the host port is in use
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * await using forward = await sandbox.forwardPort(5173);
+   * console.log(`open ${forward.url}`);
+   * ```
+   */
+  forwardPort(port: number, options?: SandboxForwardOptions): Promise<SandboxPortForward> {
+    return this.#portsOf().forwardPort(port, options);
+  }
+
   /**
    * Force-remove the exact keeper container; the volume (and its files) stays.
    * Idempotent; a failed removal may be retried by calling again.
@@ -691,6 +789,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   }
 
   async #removeKeeper(): Promise<void> {
+    // The port relay lives in the keeper's network namespace: it goes first.
+    await this.#ports?.stop(this.#stopCause!);
     try {
       await removeRecorded(this.#engine, this.#acquired.log, "keeper", { timeoutMs: this.#policy.deadlines.cleanupMs });
     } catch (error) {
