@@ -134,6 +134,12 @@ export {
   type SandboxPortForward,
   type SandboxPorts,
 } from "./lib/sandbox/ports.ts";
+export {
+  DEFAULT_STATS_INTERVAL_MS,
+  MAX_STATS_INTERVAL_MS,
+  MIN_STATS_INTERVAL_MS,
+  type SandboxStatsStreamOptions,
+} from "./lib/docker/stats_stream.ts";
 export { DEFAULT_TERM, type SandboxTerminalRequest, type SandboxTerminalSize } from "./lib/sandbox/terminal.ts";
 export { runOutputOf, type SandboxRunOptions, type SandboxRunOutput, type SandboxRunResult } from "./lib/sandbox/run.ts";
 export { lines, type LinesOptions } from "./lib/sandbox/lines.ts";

@@ -37,6 +37,7 @@ import { inspectContainer } from "../engine/containers.ts";
 import { containerStats } from "../engine/container_stats.ts";
 import type { SandboxStats } from "../sandbox/stats.ts";
 import { sandboxStatsOf } from "./stats.ts";
+import { sandboxStatsStream, type SandboxStatsStreamOptions, statsIntervalOf } from "./stats_stream.ts";
 import { watchContainer } from "./keeper/container_watch.ts";
 import type { AcquiredSandbox } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
@@ -370,6 +371,41 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       this.#assertRunning("read sandbox stats");
       throw asSandboxError(error, "read sandbox stats");
     }
+  }
+
+  /**
+   * Live samples of what the sandbox uses (each a {@linkcode SandboxStats}, as
+   * {@linkcode DockerSandbox.stats} gives one) from the keeper's Engine stats stream
+   * (`GET /containers/{id}/stats?stream=true`, about one sample a second on one connection),
+   * at most one per `options.intervalMs`; see `stats_stream.ts`. A slow reader gets the
+   * newest sample, never a backlog (samples in between are dropped). The stream closes when
+   * the sandbox stops and errors with a `SandboxEngineError` when the Engine fails;
+   * `cancel()` closes its connection at once. Nothing is read before the first read. The
+   * first sample's `cpu.fraction` is 0 (the Engine has no previous read yet).
+   *
+   * @param options `intervalMs`, from 1,000 (the default) to 3,600,000.
+   * @returns The samples.
+   * @throws {SandboxConfigurationError} when `options.intervalMs` is not an integer in range
+   * @throws {SandboxStoppedError} (or the stop cause) when the sandbox is not running
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox
+   * for await (const stats of sandbox.statsStream({ intervalMs: 5_000 })) {
+   *   console.log(stats.cpu.fraction, stats.memory.workingSetBytes);
+   * }
+   * ```
+   */
+  statsStream(options: SandboxStatsStreamOptions = {}): ReadableStream<SandboxStats> {
+    const intervalMs = statsIntervalOf(options);
+    this.#assertRunning("stream sandbox stats");
+    return sandboxStatsStream({
+      engine: this.#engine,
+      keeperId: this.#acquired.keeperId,
+      cpus: this.#policy.resources.cpus,
+      stopping: this.#stopping.signal,
+      openTimeoutMs: this.#policy.deadlines.cleanupMs,
+    }, intervalMs);
   }
 
   /**
