@@ -89,6 +89,7 @@ export {
   SandboxQuotaError,
   SandboxStateError,
   SandboxStoppedError,
+  type SandboxStoppedErrorOptions,
   SandboxUnsupportedError,
 } from "./lib/sandbox/errors.ts";
 export type {

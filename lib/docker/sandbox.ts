@@ -39,6 +39,7 @@ import type { SandboxStats } from "../sandbox/stats.ts";
 import { sandboxStatsOf } from "./stats.ts";
 import { sandboxStatsStream, type SandboxStatsStreamOptions, statsIntervalOf } from "./stats_stream.ts";
 import { watchContainer } from "./keeper/container_watch.ts";
+import { keeperStoppedError } from "./keeper/keeper_stopped.ts";
 import type { AcquiredSandbox } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
 import { guardLoss } from "./keeper/guards.ts";
@@ -194,12 +195,14 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     void watchContainer(this.#engine, this.#acquired.keeperId, {
       stopping: this.#stopping.signal,
       unreachableMs: this.#policy.deadlines.cleanupMs,
-      onStopped: (exitCode) =>
-        void this.#stopFor(
-          new SandboxStoppedError(
-            exitCode === undefined ? "Cannot continue: the keeper container was removed from outside" : "Cannot continue: the keeper container stopped on its own",
-          ),
-        ).catch(() => {}),
+      onStopped: async (exitCode) => {
+        if (exitCode === undefined) {
+          return void this.#stopFor(new SandboxStoppedError("Cannot continue: the keeper container was removed from outside")).catch(() => {});
+        }
+        // Read its end before #stopFor removes it: was it the kernel's OOM killer?
+        const inspect = await inspectContainer(this.#engine, this.#acquired.keeperId, { timeoutMs: this.#policy.deadlines.cleanupMs }).catch(() => undefined);
+        await this.#stopFor(keeperStoppedError(inspect?.State.OOMKilled === true, this.#policy.resources.memoryBytes)).catch(() => {});
+      },
       onUnreachable: (error) => void this.#stopFor(unansweredError("watch the keeper", this.#policy.deadlines.cleanupMs, error)).catch(() => {}),
     });
   }

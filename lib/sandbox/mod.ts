@@ -34,6 +34,7 @@ export {
   SandboxQuotaError,
   SandboxStateError,
   SandboxStoppedError,
+  type SandboxStoppedErrorOptions,
   SandboxUnsupportedError,
 } from "./errors.ts";
 export type { SandboxEngineErrorOptions, SandboxErrorCode, SandboxErrorOptions } from "./errors.ts";
