@@ -120,6 +120,7 @@ export {
   type SandboxStderrMode,
 } from "./lib/sandbox/process.ts";
 export type { SandboxStats } from "./lib/sandbox/stats.ts";
+export { MAX_PROCESS_COMMAND_CHARS, type SandboxProcessInfo } from "./lib/sandbox/processes.ts";
 export {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_FETCH_LIMITS,

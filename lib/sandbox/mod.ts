@@ -123,6 +123,7 @@ export type {
   SandboxStderrMode,
 } from "./process.ts";
 export type { SandboxStats } from "./stats.ts";
+export { MAX_PROCESS_COMMAND_CHARS, type SandboxProcessInfo } from "./processes.ts";
 export { DEFAULT_TERM, MAX_TERMINAL_CELLS, normalizeTerminalSize } from "./terminal.ts";
 export type { NormalizedSandboxTerminal, SandboxTerminalRequest, SandboxTerminalSize } from "./terminal.ts";
 export { DEFAULT_MAX_RUN_OUTPUT_BYTES, markRunOutput, MAX_RUN_OUTPUT_BYTES, normalizeRunRequest, runOutputOf } from "./run.ts";
