@@ -33,20 +33,26 @@ const keystrokes = Number(process.env.BENCH_KEYSTROKES ?? 200);
 const rounds = Number(process.env.BENCH_TERMINAL_ROUNDS ?? 3);
 const KEY = new Uint8Array([0x61]); // "a": echoed as itself
 
-/** Write one byte, wait for one byte back, `keystrokes` times; per-keystroke wall ms. */
-async function typeAll(write: (bytes: Uint8Array) => Promise<void>, nextByte: () => Promise<void>): Promise<number[]> {
+/**
+ * Write one byte, wait for one byte back, `keystrokes` times; per-keystroke wall ms. Then
+ * checks that exactly one byte came back per keystroke (an extra one would let a later wait
+ * end early and flatter the figures).
+ */
+async function typeAll(write: (bytes: Uint8Array) => Promise<void>, counter: ReturnType<typeof byteCounter>): Promise<number[]> {
   const samples: number[] = [];
   for (let at = 0; at < keystrokes; at++) {
     const started = performance.now();
     await write(KEY);
-    await nextByte();
+    await counter.next();
     samples.push(performance.now() - started);
   }
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  if (counter.extra() !== 0) throw new Error(`Cannot trust the keystroke figures: ${counter.extra()} bytes more came back than were typed`);
   return samples;
 }
 
 /** A byte-at-a-time waiter over a stream of chunks: resolves once per byte received. */
-function byteCounter(): { feed: (chunk: Uint8Array) => void; next: () => Promise<void> } {
+function byteCounter(): { feed: (chunk: Uint8Array) => void; next: () => Promise<void>; reset: () => void; extra: () => number } {
   let available = 0;
   let waiting: (() => void) | undefined;
   return {
@@ -65,6 +71,12 @@ function byteCounter(): { feed: (chunk: Uint8Array) => void; next: () => Promise
         return Promise.resolve();
       }
       return new Promise<void>((resolve) => (waiting = resolve));
+    },
+    reset() {
+      available = 0;
+    },
+    extra() {
+      return available;
     },
   };
 }
@@ -88,7 +100,7 @@ async function ours(): Promise<{ samples: number[]; cpuMs: number }> {
   })();
   const writer = cat.stdin.getWriter();
   const cpu = process.cpuUsage();
-  const samples = await typeAll((bytes) => writer.write(bytes), counter.next);
+  const samples = await typeAll((bytes) => writer.write(bytes), counter);
   const used = process.cpuUsage(cpu);
   await cat.kill();
   await cat.exit;
@@ -106,12 +118,17 @@ async function cli(): Promise<{ samples: number[]; cpuMs: number; childCpuMs: nu
   // Wait until the CLI's terminal is up: one warm-up keystroke and its echo.
   child.stdout.on("data", (chunk: Buffer) => counter.feed(chunk));
   const write = (bytes: Uint8Array) => new Promise<void>((resolve, reject) => child.stdin.write(bytes, (error) => (error ? reject(error) : resolve())));
+  // (A key typed before the CLI made its terminal raw is echoed twice: by script's terminal
+  // and by the guest's. Settle, then count from zero.)
   await write(KEY);
   await counter.next();
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  counter.reset();
   const cpu = process.cpuUsage();
-  const samples = await typeAll(write, counter.next);
+  const samples = await typeAll(write, counter);
   const used = process.cpuUsage(cpu);
-  child.stdin.end(new Uint8Array([0x04])); // Ctrl-D: cat reads end of input
+  // Ctrl-D twice: the first hands cat the typed line, the second (on an empty line) is end of input.
+  child.stdin.end(new Uint8Array([0x04, 0x04]));
   const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
   const times = stderr.trim().split("\n").at(-1)!.split(" ").map(Number);
   if (code !== 0 || times.length !== 2) throw new Error(`Cannot run docker exec -it under script: exit ${code}: ${stderr}`);
