@@ -12,7 +12,10 @@ import type { EngineUpgrade } from "./http/mod.ts";
 /**
  * `POST /containers/{id}/attach?stream=1&stdout=1&stderr=1` with `Connection: Upgrade`. The
  * readable side carries the multiplexed frames until the container stops; the caller owns
- * the connection and must close or abort it.
+ * the connection and must close or abort it. With `stdin: true` (a container created with
+ * `OpenStdin`), the writable side is the container's stdin, raw bytes; closing it half-closes
+ * the connection, and a container with `StdinOnce` then sees the end of its stdin while its
+ * output keeps coming.
  *
  * @throws {DockerEngineTransportError} on transport faults or a non-101 reply (404 for a
  *   missing container)
@@ -20,10 +23,11 @@ import type { EngineUpgrade } from "./http/mod.ts";
 export async function attachContainerOutput(
   engine: DockerEngine,
   id: string,
-  options: { connectTimeoutMs?: number; headerTimeoutMs?: number; signal?: AbortSignal } = {},
+  options: { connectTimeoutMs?: number; headerTimeoutMs?: number; signal?: AbortSignal; stdin?: boolean } = {},
 ): Promise<EngineUpgrade> {
+  const { stdin = false, ...rest } = options;
   return await engine.upgrade("POST", `/containers/${encodeURIComponent(id)}/attach`, {
-    query: { stream: true, stdin: false, stdout: true, stderr: true, logs: false },
-    ...options,
+    query: { stream: true, stdin, stdout: true, stderr: true, logs: false },
+    ...rest,
   });
 }

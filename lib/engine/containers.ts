@@ -41,6 +41,7 @@ export const containerInspectSchema = z.looseObject({
     Labels: stringMap.nullable(),
     Tty: z.boolean(),
     OpenStdin: z.boolean(),
+    StdinOnce: z.boolean().optional(),
     ExposedPorts: z.record(z.string(), z.unknown()).nullable().optional(),
     Volumes: z.record(z.string(), z.unknown()).nullable().optional(),
   }),

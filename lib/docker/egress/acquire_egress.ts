@@ -56,6 +56,8 @@ export interface EgressContext {
   readonly log: RecoveryLog;
   readonly names: SandboxResourceNames;
   readonly allowlist: SandboxAllowlistNetworkSettings;
+  /** The routes' secrets, written to the proxy's stdin once it started (never in its configuration). */
+  readonly secrets: Readonly<Record<string, string>>;
   readonly imageDigest: string;
   readonly user: { readonly uid: number; readonly gid: number };
   readonly platform: string | undefined;
@@ -82,6 +84,25 @@ function hostAddresses(): string[] {
     const action = "Cannot start sandbox: the host's own addresses cannot be read for the egress proxy";
     if (denial) throw new SandboxConfigurationError(`${action}: ${denialReason(denial)}`, { cause: error });
     throw new SandboxUnsupportedError(`${action} (${(error as Error).message})`, { cause: error });
+  }
+}
+
+/**
+ * Write the secrets line to the proxy's stdin and end it (the container's `StdinOnce` closes
+ * its stdin then; the output side of the attach stays open). A failure says what failed,
+ * never what was written.
+ *
+ * @throws {SandboxUnsupportedError} when the write fails
+ */
+async function writeSecrets(attach: EngineUpgrade, secrets: Readonly<Record<string, string>>): Promise<void> {
+  const writer = attach.writable.getWriter();
+  try {
+    await writer.write(new TextEncoder().encode(`${JSON.stringify({ secrets })}\n`));
+    await writer.close();
+  } catch (error) {
+    throw new SandboxUnsupportedError(`Cannot start sandbox: the routes' secrets cannot be written to the egress proxy's stdin (${(error as Error).name})`);
+  } finally {
+    writer.releaseLock();
   }
 }
 
@@ -126,8 +147,14 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
     throw new SandboxConflictError(`Cannot start sandbox: container ${names.proxy} reads back with another name, labels, image or user`);
   }
   verifyProxy(created, spec, false);
-  // Attached before the start, so not one decision line is missed.
-  const attach = await attachContainerOutput(engine, proxyId, { connectTimeoutMs: remaining(), headerTimeoutMs: remaining(), signal: checkpoint().signal });
+  // Attached before the start, so not one decision line is missed; with routes, stdin too.
+  const withSecrets = spec.config.routes.length > 0;
+  const attach = await attachContainerOutput(engine, proxyId, {
+    connectTimeoutMs: remaining(),
+    headerTimeoutMs: remaining(),
+    signal: checkpoint().signal,
+    stdin: withSecrets,
+  });
   const events = new DockerEgressEvents(attach.readable);
   try {
     await startContainer(engine, proxyId, checkpoint()).catch((error) => {
@@ -135,6 +162,7 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
       if (!(error instanceof DockerEngineError && error.status === 400)) throw error;
       throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy cannot start (${error.message}); ${NEEDS_NODE}`, { cause: error });
     });
+    if (withSecrets) await writeSecrets(attach, context.secrets);
     const running = await inspectContainer(engine, proxyId, checkpoint());
     verifyProxy(running, spec, true);
     const address = containerNetworks(running)[names.network]?.IPAddress;

@@ -9,7 +9,10 @@
  * command line, `node --input-type=module-typescript -e <text>` (Node ≥ 23.6 strips the
  * types), and read back byte for byte from `Config.Cmd` before the container starts: no
  * writable path, no volume, nothing the guest can reach. Its configuration is JSON in the
- * `AGENTCELL_EGRESS_CONFIG` environment variable, read back the same way.
+ * `AGENTCELL_EGRESS_CONFIG` environment variable, read back the same way. With routes, the
+ * routes' secrets are not in either: the container keeps stdin open (`OpenStdin`, `StdinOnce`)
+ * and the controller writes them as one line through the Engine's attach, then ends it
+ * (`acquire_egress.ts`); inspect shows only that stdin is open.
  *
  * @module
  */
@@ -73,7 +76,23 @@ export function proxyConfig(allowlist: SandboxAllowlistNetworkSettings, hostAddr
     headersTimeoutMs: allowlist.headersTimeoutMs,
     idleTimeoutMs: allowlist.idleTimeoutMs,
     maxBytesPerConnection: allowlist.maxBytesPerConnection,
+    routes: allowlist.routes.map((route) => {
+      const url = new URL(route.upstream);
+      return {
+        name: route.name,
+        host: url.hostname,
+        port: Number(url.port || 443),
+        basePath: url.pathname === "/" ? "" : url.pathname,
+        headers: route.headers,
+      };
+    }),
+    upstreamCaCertificates: allowlist.upstreamCaCertificates,
   };
+}
+
+/** Whether the proxy takes secrets on its stdin (it has routes). */
+function takesSecrets(spec: ProxySpec): boolean {
+  return spec.config.routes.length > 0;
 }
 
 function command(spec: ProxySpec): string[] {
@@ -96,8 +115,11 @@ export function proxyCreateBody(spec: ProxySpec): Record<string, unknown> {
     Env: environment(spec),
     Labels: { ...spec.labels },
     Tty: false,
-    OpenStdin: false,
-    AttachStdin: false,
+    // With routes: stdin carries the secrets line once, then ends (StdinOnce closes it when
+    // the controller's attach ends its side).
+    OpenStdin: takesSecrets(spec),
+    StdinOnce: takesSecrets(spec),
+    AttachStdin: takesSecrets(spec),
     AttachStdout: true,
     AttachStderr: true,
     ExposedPorts: {},
@@ -150,7 +172,8 @@ export function proxyMismatches(inspect: ContainerInspect, spec: ProxySpec, runn
   // The image's own variables are merged in by the Engine; ours must be there exactly.
   const env = config.Env ?? [];
   check(environment(spec).every((entry) => env.includes(entry)), "environment lacks the proxy's configuration");
-  check(!config.Tty && !config.OpenStdin && Object.keys(config.ExposedPorts ?? {}).length === 0, "a TTY or stdin is attached, or ports are exposed");
+  const stdin = config.OpenStdin === takesSecrets(spec) && (config.StdinOnce ?? false) === takesSecrets(spec);
+  check(!config.Tty && stdin && Object.keys(config.ExposedPorts ?? {}).length === 0, "a TTY is attached, stdin differs from the routes' need, or ports are exposed");
   const networks = Object.keys(containerNetworks(inspect)).sort();
   check(isDeepStrictEqual(networks, [spec.internalNetwork, spec.egressNetwork].sort()), `networks are ${JSON.stringify(networks)}`);
   if (running) check(inspect.State.Running, `state is ${inspect.State.Status}`);

@@ -17,6 +17,8 @@ export const base: EgressProxyConfig = {
   headersTimeoutMs: 30_000,
   idleTimeoutMs: 30_000,
   maxBytesPerConnection: 0,
+  routes: [],
+  upstreamCaCertificates: [],
 };
 
 /** Run `fn` against a proxy started with `base` plus `config`; the proxy is closed afterwards, whatever `fn` did. */
