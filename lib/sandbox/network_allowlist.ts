@@ -60,7 +60,7 @@ export interface SandboxAllowlistNetwork {
   /** Always `"allowlist"`. */
   readonly kind: "allowlist";
   /**
-   * Allowed hosts, 1 … 256 entries: an exact DNS name (`api.example.com`) or a wildcard
+   * Allowed hosts, 0 … 256 entries (at least one unless `routes` are given): an exact DNS name (`api.example.com`) or a wildcard
    * (`*.example.com` matches every subdomain, `a.example.com` and `a.b.example.com`, but not
    * `example.com` itself), each with an optional `:port` (1 … 65535; without one, every
    * port). Names compare case-insensitively; a trailing dot (`api.example.com.`) is
@@ -236,7 +236,6 @@ function integer(minimum: number, maximum: number, unit: string): z.ZodNumber {
 export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> = z.strictObject({
   kind: z.literal("allowlist", { error: expect('must be "allowlist"') }),
   hosts: z.array(hostEntry, { error: expect("must be an array of host names") })
-    .min(1, { error: "must list at least one host (use \"isolated\" for no network)" })
     .max(MAX_ALLOWLIST_ENTRIES, { error: `must list at most ${MAX_ALLOWLIST_ENTRIES} hosts (use wildcards such as *.example.com)` }),
   addresses: z.array(addressEntry, { error: expect("must be an array of addresses") })
     .max(MAX_ALLOWLIST_ENTRIES, { error: `must list at most ${MAX_ALLOWLIST_ENTRIES} addresses (use CIDR ranges)` })
@@ -258,6 +257,9 @@ export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> =
   routes: sandboxRoutesSchema.optional(),
   upstreamCaCertificates: upstreamCaCertificatesSchema.optional(),
 }).superRefine((allowlist, context) => {
+  if (allowlist.hosts.length === 0 && (allowlist.routes ?? []).length === 0) {
+    context.addIssue({ code: "custom", path: ["hosts"], message: 'must list at least one host (use "isolated" for no network), unless routes are given' });
+  }
   if (allowlist.allowBroadWildcards !== true) {
     allowlist.hosts.forEach((entry, index) => {
       const match = HOST_ENTRY.exec(withoutTrailingDot(entry));

@@ -57,7 +57,7 @@ test("normalizePolicy drops a trailing dot of a hosts entry and accepts bare add
 
 test("normalizePolicy refuses a malformed allowlist, naming the field and the fix", () => {
   refused("host", 'Cannot reserve sandbox: policy.network must be "isolated", "outbound" or { kind: "allowlist", hosts: [...] }');
-  refused({ kind: "allowlist", hosts: [] }, 'Cannot reserve sandbox: policy.network.hosts must list at least one host (use "isolated" for no network)');
+  refused({ kind: "allowlist", hosts: [] }, 'Cannot reserve sandbox: policy.network.hosts must list at least one host (use "isolated" for no network), unless routes are given');
   refused({ kind: "allowlist" }, "Cannot reserve sandbox: policy.network.hosts is required");
   refused({ kind: "allowlist", hosts: ["10.0.0.1"] }, "Cannot reserve sandbox: policy.network.hosts.0 must be a DNS name, not an address: list addresses in policy.network.addresses");
   refused({ kind: "allowlist", hosts: ["ok.test", "[::1]:443"] }, "Cannot reserve sandbox: policy.network.hosts.1 must be a DNS name, not an address: list addresses in policy.network.addresses");

@@ -3,49 +3,27 @@
 // what it received; the guest's side is raw HTTP/1.1 on fresh connections to the proxy.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import { createServer as createHttpServer } from "node:http";
 import { createServer as createTlsServer } from "node:tls";
 import type { EgressProxyConfig, EgressRoute } from "../../../lib/docker/egress/proxy_program.ts";
 import { matchRoute } from "../../../lib/docker/egress/proxy_program.ts";
 import { selfSignedCertificate } from "../../fixtures/tls_certificate.ts";
+import { type Echo, type HttpsEchoOptions, startHttpsEcho } from "../../fixtures/https_echo.ts";
 import { exchange, localPort, until, withProxy } from "./_proxy.ts";
 
 const SECRET = "sk-test-0123456789-secret";
 const OTHER_SECRET = "other-secret-value";
 
-/** The upstream's echo of one request. */
-interface Echo {
-  readonly method: string;
-  readonly url: string;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: string;
-}
-
 /** Start an HTTPS echo upstream for route.test on 127.0.0.1; `answer` may replace the echo. */
 async function withUpstream(
   fn: (port: number, caPem: string, seen: Echo[]) => Promise<void>,
-  answer?: (echo: Echo) => { status: number; headers: Record<string, string> } | undefined,
+  answer?: HttpsEchoOptions["answer"],
 ): Promise<void> {
-  const { certPem, keyPem } = await selfSignedCertificate("route.test");
-  const seen: Echo[] = [];
-  const server: HttpsServer = createHttpsServer({ key: keyPem, cert: certPem }, (request, response) => {
-    let body = "";
-    request.setEncoding("utf8").on("data", (chunk) => (body += chunk)).on("end", () => {
-      const echo: Echo = { method: request.method ?? "", url: request.url ?? "", headers: request.headers, body };
-      seen.push(echo);
-      const custom = answer?.(echo);
-      if (custom) return void response.writeHead(custom.status, custom.headers).end();
-      const text = JSON.stringify(echo);
-      response.writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) }).end(text);
-    });
-  });
-  const port = await localPort(server);
+  const upstream = await startHttpsEcho({ name: "route.test", host: "127.0.0.1", answer });
   try {
-    await fn(port, certPem, seen);
+    await fn(upstream.port, upstream.certPem, upstream.seen);
   } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await upstream.close();
   }
 }
 
