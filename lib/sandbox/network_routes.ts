@@ -147,9 +147,37 @@ function upstreamDefect(text: string): string | undefined {
   return undefined;
 }
 
-const envName = z.string({ error: expect("must be a string") }).refine((name) => ENV_NAME.test(name), {
-  error: "must be an environment variable name (letters, digits and _, not starting with a digit)",
-}).refine((name) => !ROUTE_RESERVED_ENV.includes(name.toUpperCase()), { error: "must not be HOME, TMPDIR, PATH or a proxy variable (the backend sets those)" });
+/** Why `name` may not be a route's environment variable, or `undefined`. */
+function envNameDefect(name: string): string | undefined {
+  if (!ENV_NAME.test(name)) return "must be an environment variable name (letters, digits and _, not starting with a digit)";
+  if (ROUTE_RESERVED_ENV.includes(name.toUpperCase())) return "must not be HOME, TMPDIR, PATH or a proxy variable (the backend sets those)";
+  return undefined;
+}
+
+/** Why `name` may not be a header a route sets, or `undefined`. */
+function headerNameDefect(name: string): string | undefined {
+  if (!HEADER_NAME.test(name)) return "must be an HTTP field name";
+  if (ROUTE_RESERVED_HEADERS.includes(name.toLowerCase())) return "must not be host, a framing or a hop-by-hop field";
+  return undefined;
+}
+
+/**
+ * Refine a record's keys with `defect` (zod words a failed key schema as the record's own
+ * error, without the key's reason), each issue at the key's path.
+ */
+function keysChecked(defect: (key: string) => string | undefined) {
+  return (map: Record<string, unknown>, context: z.RefinementCtx) => {
+    for (const key of Object.keys(map)) {
+      const reason = defect(key);
+      if (reason) context.addIssue({ code: "custom", path: [key], message: reason });
+    }
+  };
+}
+
+const envName = z.string({ error: expect("must be a string") }).superRefine((name, context) => {
+  const reason = envNameDefect(name);
+  if (reason) context.addIssue({ code: "custom", message: reason });
+});
 
 const header = z.strictObject({
   secret: z.string({ error: expect("must be a string") }).refine((name) => SECRET_NAME.test(name), {
@@ -157,7 +185,7 @@ const header = z.strictObject({
   }),
   prefix: z.string({ error: expect("must be a string") }).max(256, { error: "must be at most 256 characters" })
     .refine((prefix) => /^[\x20-\x7e]*$/u.test(prefix), { error: "must be printable ASCII" }).optional(),
-}, { error: expect("must be { secret, prefix? }") });
+});
 
 const route = z.strictObject({
   name: z.string({ error: expect("must be a string") }).refine((name) => ROUTE_NAME.test(name), {
@@ -167,21 +195,16 @@ const route = z.strictObject({
     const defect = upstreamDefect(text);
     if (defect) context.addIssue({ code: "custom", message: defect });
   }),
-  headers: z.record(
-    z.string().refine((name) => HEADER_NAME.test(name), { error: "must be an HTTP field name" })
-      .refine((name) => !ROUTE_RESERVED_HEADERS.includes(name.toLowerCase()), { error: "must not be host, a framing or a hop-by-hop field" }),
-    header,
-    { error: expect("must be an object of field name → { secret, prefix? }") },
-  ).refine((map) => Object.keys(map).length >= 1 && Object.keys(map).length <= MAX_ROUTE_HEADERS, {
+  headers: z.record(z.string(), header, { error: expect("must be an object of field name → { secret, prefix? }") }).superRefine(keysChecked(headerNameDefect)).refine((map) => Object.keys(map).length >= 1 && Object.keys(map).length <= MAX_ROUTE_HEADERS, {
     error: `must set 1 to ${MAX_ROUTE_HEADERS} headers`,
   }).refine((map) => new Set(Object.keys(map).map((name) => name.toLowerCase())).size === Object.keys(map).length, {
     error: "must not name a field twice (names are case-insensitive)",
   }),
   baseUrlEnv: z.array(envName, { error: expect("must be an array of variable names") }).max(16, { error: "must list at most 16 variables" }).optional(),
-  env: z.record(envName, z.string({ error: expect("must be a string") }).max(4096, { error: "must be at most 4096 characters" }).refine((value) => !value.includes("\0"), {
+  env: z.record(z.string(), z.string({ error: expect("must be a string") }).max(4096, { error: "must be at most 4096 characters" }).refine((value) => !value.includes("\0"), {
     error: "must not contain NUL",
-  }), { error: expect("must be an object of name → value") }).refine((map) => Object.keys(map).length <= 16, { error: "must set at most 16 variables" }).optional(),
-}, { error: expect("must be a route { name, upstream, headers, baseUrlEnv?, env? }") });
+  }), { error: expect("must be an object of name → value") }).superRefine(keysChecked(envNameDefect)).refine((map) => Object.keys(map).length <= 16, { error: "must set at most 16 variables" }).optional(),
+});
 
 /**
  * zod schema of an allowlist's `routes`: at most {@linkcode MAX_ROUTES}, unique names, and no
