@@ -18,7 +18,6 @@ import { containerNetworks } from "../../lib/docker/egress/proxy_container.ts";
 import { createFileRecoveryStore } from "../../lib/docker/recovery/store.ts";
 import { inspectContainer } from "../../lib/engine/containers.ts";
 import { inspectNetwork } from "../../lib/engine/networks.ts";
-import type { DockerEngine } from "../../lib/engine/client.ts";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { engineTest, eventually, nodeImage } from "./_engine.ts";
 import { collectEvents, hostAddress } from "./_egress.ts";

@@ -16,6 +16,13 @@
  *    names as the host's own. The proxy connects to the checked address itself, so a name
  *    that resolves differently a moment later cannot redirect it.
  *
+ * Credentialed routes (`routes`): a request for `/<name>/…` on the proxy itself (origin-form,
+ * absolute-form to the proxy's own address and port, or inside a `CONNECT` to it, where the
+ * tunnel ends at the routes) goes to that route's HTTPS upstream only, over TLS the proxy
+ * originates and verifies, with the route's headers set from secrets read once from stdin
+ * (never from the environment or the command line); answers, redirects included, are passed
+ * on as they are.
+ *
  * Bounds: TCP connections at once (silent ones too), time to a complete request head (the
  * same time bounds a name lookup and an upstream connect), idle time per connection, bytes per connection (optional; tunnels and absolute-form requests
  * alike), request head size (16 KiB, node:http's default). Each decision is one JSON line on stdout
