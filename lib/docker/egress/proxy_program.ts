@@ -981,8 +981,12 @@ export function startEgressProxy(
   });
 }
 
-/** Most bytes of the secrets line read from stdin: 1 MiB. */
-const MAX_SECRETS_LINE_BYTES = 1024 * 1024;
+/**
+ * Most bytes of the secrets line read from stdin: 8 MiB, above the most the controller sends
+ * (16 routes × 16 headers, each a distinct secret of at most 8,192 ASCII characters, which
+ * JSON escapes to at most twice that: about 4.2 MiB).
+ */
+const MAX_SECRETS_LINE_BYTES = 8 * 1024 * 1024;
 
 /**
  * The routes' secrets: one JSON line on stdin, `{"secrets":{"<name>":"<value>",…}}`, written

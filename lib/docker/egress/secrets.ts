@@ -35,7 +35,7 @@ export type DockerSandboxSecrets =
 export interface DockerSandboxStartOptions extends SandboxStartOptions {
   /**
    * The values of the secrets `policy.network.routes` name (exactly those: a missing or an
-   * extra name is refused), each a string of 1 … 8,192 characters without CR, LF or NUL. Only
+   * extra name is refused), each a string of 1 … 8,192 printable ASCII characters (or tab). Only
    * the egress proxy receives them, on its stdin; the guest reaches them only through a route.
    *
    * @default {undefined} no secrets (refused when a route names one)
@@ -48,7 +48,7 @@ export interface DockerSandboxStartOptions extends SandboxStartOptions {
  *
  * @returns the values of exactly the names the routes use (empty without routes)
  * @throws {SandboxConfigurationError} a name missing, one no route names, a value that is not
- *   a string of 1 … 8,192 characters without CR, LF or NUL, secrets without routes, or a
+ *   a string of 1 … 8,192 printable ASCII characters (or tab), secrets without routes, or a
  *   provider that throws (its error is the `cause`; the message quotes no value)
  */
 export async function resolveRouteSecrets(network: SandboxNetworkSettings, given: DockerSandboxSecrets | undefined): Promise<Readonly<Record<string, string>>> {
@@ -74,8 +74,10 @@ export async function resolveRouteSecrets(network: SandboxNetworkSettings, given
   for (const name of needed) {
     if (!Object.hasOwn(record, name)) fail(`options.secrets.${name} is required: a route of policy.network.routes names it`);
     const value = record[name];
-    if (typeof value !== "string" || value.length === 0 || value.length > MAX_SECRET_LENGTH || /[\r\n\0]/u.test(value)) {
-      fail(`options.secrets.${name} must be a string of 1 to ${MAX_SECRET_LENGTH} characters without CR, LF or NUL (a header value)`);
+    // Printable ASCII and tab: what a header value carries unchanged (node:http refuses control
+    // characters, and writes characters past U+00FF mangled).
+    if (typeof value !== "string" || value.length === 0 || value.length > MAX_SECRET_LENGTH || !/^[\t\x20-\x7e]+$/u.test(value)) {
+      fail(`options.secrets.${name} must be a string of 1 to ${MAX_SECRET_LENGTH} printable ASCII characters (a header value)`);
     }
     chosen[name] = value as string;
   }

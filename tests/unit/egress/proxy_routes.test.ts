@@ -195,6 +195,40 @@ test("EgressProxy answers a route upstream's malformed status (099, 000, a 101 t
   }
 });
 
+test("EgressProxy bounds a route's upstream like every request: mixed Content-Length and chunked framing is 502, a silent upstream is closed after idleTimeoutMs, a body past maxBytesPerConnection is cut", { timeout: 60_000 }, async () => {
+  const { certPem, keyPem } = await selfSignedCertificate("route.test");
+  let reply: string | undefined = "";
+  const upstream = createTlsServer({ key: keyPem, cert: certPem }, (socket) => {
+    socket.on("error", () => {}).once("data", () => {
+      if (reply !== undefined) socket.end(reply);
+    });
+  });
+  const port = await localPort(upstream);
+  try {
+    await withProxy({ ...routeConfig(port, certPem), idleTimeoutMs: 1_000, maxBytesPerConnection: 64 }, async (proxyPort, events) => {
+      reply = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n";
+      assert.equal((await raw(proxyPort, "GET /echo/m HTTP/1.1\r\nHost: x\r\n\r\n")).status, "HTTP/1.1 502 Bad Gateway");
+      await until(() => events.some((event) => event.event === "denied" && /malformed reply/u.test(event.reason ?? "")));
+      // An upstream that accepts and never answers: the idle bound ends the request.
+      reply = undefined;
+      let from = events.length;
+      await raw(proxyPort, "GET /echo/slow HTTP/1.1\r\nHost: x\r\n\r\n");
+      await until(() => events.slice(from).some((event) => event.event === "closed"));
+      assert.equal(events.slice(from).find((event) => event.event === "closed")!.reason, "idle for 1000 ms");
+      // A response body past the byte bound is cut.
+      reply = `HTTP/1.1 200 OK\r\ncontent-length: 200\r\n\r\n${"x".repeat(200)}`;
+      from = events.length;
+      await raw(proxyPort, "GET /echo/big HTTP/1.1\r\nHost: x\r\n\r\n");
+      await until(() => events.slice(from).some((event) => event.event === "closed"));
+      const closed = events.slice(from).find((event) => event.event === "closed")!;
+      assert.equal(closed.reason, "more than 64 bytes");
+      assert.equal(closed.route, "echo");
+    }, secrets);
+  } finally {
+    await new Promise((resolve) => upstream.close(resolve));
+  }
+});
+
 test("startEgressProxy refuses to start when a route names a secret that was not given", async () => {
   await assert.rejects(
     withProxy(routeConfig(443, "x"), async () => {}, { key: SECRET }),
