@@ -23,7 +23,7 @@ export const LABELS: {
   namespace: "dev.agentcell.namespace",
   /** The reservation ID. */
   reservation: "dev.agentcell.reservation",
-  /** `volume`, `keeper`, `network`, `accessor`, `proxy` or `egress`. */
+  /** `volume`, `keeper`, `network`, `accessor`, `proxy`, `egress` or `relay`. */
   role: "dev.agentcell.role",
   /** Backend revision (`engine-1.52-v2-<profile>`). */
   revision: "dev.agentcell.revision",
@@ -42,7 +42,7 @@ export const LABELS: {
 });
 
 /** Roles of the resources of one sandbox. */
-export type SandboxResourceRole = "volume" | "keeper" | "network" | "accessor" | "proxy" | "egress";
+export type SandboxResourceRole = "volume" | "keeper" | "network" | "accessor" | "proxy" | "egress" | "relay";
 
 /** Names of the resources of one sandbox. */
 export interface SandboxResourceNames {
@@ -58,6 +58,8 @@ export interface SandboxResourceNames {
   readonly proxy: string;
   /** The proxy's own bridge network to the outside (`allowlist` only). */
   readonly egress: string;
+  /** The port relay container (created on the first `connect()`; see `ports/`). */
+  readonly relay: string;
 }
 
 /**
@@ -80,6 +82,7 @@ export function resourceNames(namespace: string, reservationId: string): Sandbox
     accessor: `${base}-accessor`,
     proxy: `${base}-proxy`,
     egress: `${base}-egress`,
+    relay: `${base}-relay`,
   });
 }
 

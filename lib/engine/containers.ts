@@ -41,7 +41,6 @@ export const containerInspectSchema = z.looseObject({
     Labels: stringMap.nullable(),
     Tty: z.boolean(),
     OpenStdin: z.boolean(),
-    StdinOnce: z.boolean().optional(),
     ExposedPorts: z.record(z.string(), z.unknown()).nullable().optional(),
     Volumes: z.record(z.string(), z.unknown()).nullable().optional(),
   }),
@@ -125,6 +124,30 @@ export async function inspectContainer(engine: DockerEngine, id: string, options
   const reply = await engine.request("GET", `/containers/${encodeURIComponent(id)}/json`, {
     action: "inspect container",
     schema: containerInspectSchema,
+    ...options,
+  });
+  return reply.value;
+}
+
+/**
+ * `GET /containers/{id}/top?ps_args=…`: the Engine runs `ps` with `psArgs` on its host over
+ * the container's processes and answers `{ Titles, Processes }` (rows of strings).
+ *
+ * @param options `maxResponseBytes` bounds the reply (default 4 MiB), `timeoutMs` the call.
+ * @returns The reply as JSON, for the caller to validate against the columns it asked for.
+ * @throws {DockerEngineError} `not_found` when the container is gone, `conflict` when it
+ *   is not running
+ */
+export async function topContainer(
+  engine: DockerEngine,
+  id: string,
+  psArgs: string,
+  options: EngineCallOptions & { readonly maxResponseBytes?: number } = {},
+): Promise<unknown> {
+  const reply = await engine.request("GET", `/containers/${encodeURIComponent(id)}/top`, {
+    action: "list container processes",
+    query: { ps_args: psArgs },
+    schema: z.unknown(),
     ...options,
   });
   return reply.value;

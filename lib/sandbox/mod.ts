@@ -34,9 +34,25 @@ export {
   SandboxQuotaError,
   SandboxStateError,
   SandboxStoppedError,
+  type SandboxStoppedErrorOptions,
   SandboxUnsupportedError,
 } from "./errors.ts";
 export type { SandboxEngineErrorOptions, SandboxErrorCode, SandboxErrorOptions } from "./errors.ts";
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_FETCH_LIMITS,
+  DEFAULT_FORWARD_OPTIONS,
+  MAX_SANDBOX_CONNECTIONS,
+  type SandboxConnection,
+  SandboxConnectionError,
+  type SandboxConnectionFailure,
+  type SandboxConnectOptions,
+  type SandboxFetchOptions,
+  type SandboxForwardEvent,
+  type SandboxForwardOptions,
+  type SandboxPortForward,
+  type SandboxPorts,
+} from "./ports.ts";
 export {
   DEFAULT_CLEANUP_MS,
   DEFAULT_GUEST_FILE_MS,
@@ -115,6 +131,7 @@ export type {
   SandboxStderrMode,
 } from "./process.ts";
 export type { SandboxStats } from "./stats.ts";
+export { MAX_PROCESS_COMMAND_CHARS, type SandboxProcessInfo } from "./processes.ts";
 export { DEFAULT_TERM, MAX_TERMINAL_CELLS, normalizeTerminalSize } from "./terminal.ts";
 export type { NormalizedSandboxTerminal, SandboxTerminalRequest, SandboxTerminalSize } from "./terminal.ts";
 export { DEFAULT_MAX_RUN_OUTPUT_BYTES, markRunOutput, MAX_RUN_OUTPUT_BYTES, normalizeRunRequest, runOutputOf } from "./run.ts";

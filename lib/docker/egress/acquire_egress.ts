@@ -19,7 +19,7 @@ import {
 import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
 import { denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
 import type { DockerEngine } from "../../engine/client.ts";
-import { attachContainerOutput } from "../../engine/container_attach.ts";
+import { attachContainerOutput, attachContainerStdio } from "../../engine/container_attach.ts";
 import { createContainer, inspectContainer, startContainer } from "../../engine/containers.ts";
 import type { EngineUpgrade } from "../../engine/http/mod.ts";
 import { DockerEngineError } from "../../engine/errors.ts";
@@ -149,11 +149,10 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
   verifyProxy(created, spec, false);
   // Attached before the start, so not one decision line is missed; with routes, stdin too.
   const withSecrets = spec.config.routes.length > 0;
-  const attach = await attachContainerOutput(engine, proxyId, {
+  const attach = await (withSecrets ? attachContainerStdio : attachContainerOutput)(engine, proxyId, {
     connectTimeoutMs: remaining(),
     headerTimeoutMs: remaining(),
     signal: checkpoint().signal,
-    stdin: withSecrets,
   });
   const events = new DockerEgressEvents(attach.readable);
   try {

@@ -148,5 +148,5 @@ test("proxyCreateBody opens the proxy's stdin once for routes only, and the read
     State: { Running: true, Status: "running" },
   } as unknown as ContainerInspect;
   const mismatch = proxyMismatches({ ...inspect, Config: { ...inspect.Config, OpenStdin: false } } as ContainerInspect, spec, false);
-  assert.ok(mismatch.includes("a TTY is attached, stdin differs from the routes' need, or ports are exposed"), mismatch.join("; "));
+  assert.ok(mismatch.includes("a TTY is attached, stdin is not as created, or ports are exposed"), mismatch.join("; "));
 });
