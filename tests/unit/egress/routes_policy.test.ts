@@ -64,6 +64,12 @@ test("normalizePolicy refuses a malformed route, naming the field and the fix", 
   refused({ routes: [{ ...route, headers: { "x-a": { secret: "no spaces" } } }] }, `${at}.headers.x-a.secret must be a secret name of 1 to 64 letters, digits, _, . or -`);
   refused({ routes: [{ ...route, headers: { "x-a": { secret: "s", prefix: "a\r\nb" } } }] }, `${at}.headers.x-a.prefix must be printable ASCII`);
   refused({ routes: [{ ...route, headers: { "x-a": { secret: "s", value: "literal" } } }] }, `${at}.headers.x-a.value is not a known field`);
+  refused({ routes: [{ ...route, upstream: `https://api.example.com/${"a".repeat(2048)}` }] }, `${at}.upstream must be at most 2048 characters`);
+  refused({ routes: [{ ...route, headers: { "x-a": { secret: "s".repeat(65) } } }] }, `${at}.headers.x-a.secret must be a secret name of 1 to 64 letters, digits, _, . or -`);
+  refused({ routes: [{ ...route, headers: { "x-a": { secret: "s", prefix: "p".repeat(257) } } }] }, `${at}.headers.x-a.prefix must be at most 256 characters`);
+  refused({ routes: [{ ...route, baseUrlEnv: Array.from({ length: 17 }, (_, index) => `V${index}`) }] }, `${at}.baseUrlEnv must list at most 16 variables`);
+  refused({ routes: [{ ...route, env: Object.fromEntries(Array.from({ length: 17 }, (_, index) => [`V${index}`, "x"])) }] }, `${at}.env must set at most 16 variables`);
+  refused({ routes: [{ ...route, env: { V: "x".repeat(4097) } }] }, `${at}.env.V must be at most 4096 characters`);
   refused({ routes: [{ ...route, baseUrlEnv: ["HTTPS_PROXY"] }] }, `${at}.baseUrlEnv.0 must not be HOME, TMPDIR, PATH or a proxy variable (the backend sets those)`);
   refused({ routes: [{ ...route, env: { "1A": "x" } }] }, `${at}.env.1A must be an environment variable name (letters, digits and _, not starting with a digit)`);
   refused({ routes: [route, { ...route }] }, "Cannot reserve sandbox: policy.network.routes.1.name must be unique: \"model\" is taken by an earlier route");
