@@ -88,16 +88,17 @@ function hostAddresses(): string[] {
 }
 
 /**
- * Write the secrets line to the proxy's stdin and end it (the container's `StdinOnce` closes
+ * Write the secrets line (with the proxy's internal address, the only one its routes serve) to
+ * the proxy's stdin and end it (the container's `StdinOnce` closes
  * its stdin then; the output side of the attach stays open). A failure says what failed,
  * never what was written.
  *
  * @throws {SandboxUnsupportedError} when the write fails
  */
-async function writeSecrets(attach: EngineUpgrade, secrets: Readonly<Record<string, string>>): Promise<void> {
+async function writeSecrets(attach: EngineUpgrade, secrets: Readonly<Record<string, string>>, routeAddress: string): Promise<void> {
   const writer = attach.writable.getWriter();
   try {
-    await writer.write(new TextEncoder().encode(`${JSON.stringify({ secrets })}\n`));
+    await writer.write(new TextEncoder().encode(`${JSON.stringify({ secrets, routeAddress })}\n`));
     await writer.close();
   } catch (error) {
     throw new SandboxUnsupportedError(`Cannot start sandbox: the routes' secrets cannot be written to the egress proxy's stdin (${(error as Error).name})`);
@@ -161,11 +162,12 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
       if (!(error instanceof DockerEngineError && error.status === 400)) throw error;
       throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy cannot start (${error.message}); ${NEEDS_NODE}`, { cause: error });
     });
-    if (withSecrets) await writeSecrets(attach, context.secrets);
     const running = await inspectContainer(engine, proxyId, checkpoint());
     verifyProxy(running, spec, true);
     const address = containerNetworks(running)[names.network]?.IPAddress;
     if (!address) throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy has no address on ${names.network}`);
+    // With routes the proxy waits for this line before it listens.
+    if (withSecrets) await writeSecrets(attach, context.secrets, address);
     const { timeoutMs, signal } = checkpoint();
     await raceDeadline(events.listening, {
       timeoutMs,

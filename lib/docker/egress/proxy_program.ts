@@ -538,11 +538,15 @@ export interface EgressProxy {
  * @param sink receives each decision, its host and reason bounded (the program writes them to
  *   stdout as JSON lines)
  * @param secrets the values of the secrets the routes name (the program reads them from its stdin)
+ * @param routeAddress the proxy's address on the sandbox's internal network, the only local
+ *   address whose connections the routes serve (the program reads it from its stdin; the
+ *   egress bridge's side never gets a credential); `undefined` serves them on every address
  */
 export function startEgressProxy(
   config: EgressProxyConfig,
   sink: (event: EgressEvent) => void,
   secrets: Readonly<Record<string, string>> = {},
+  routeAddress?: string,
 ): Promise<EgressProxy> {
   /** Every event goes out bounded (host {@linkcode MAX_HOST_LENGTH}, reason {@linkcode MAX_REASON_LENGTH}). */
   const report = (event: EgressEvent) => sink(bounded(event));
@@ -768,6 +772,11 @@ export function startEgressProxy(
     }
     const { route, path } = matched;
     const denyRoute = (reason: string) => report({ event: "denied", host: route.host, port: route.port, reason, route: route.name });
+    if (routeAddress !== undefined && plainAddress(request.socket.localAddress) !== routeAddress) {
+      const why = "routes are served only to the sandbox's guest (the proxy's address on its internal network)";
+      denyRoute(why);
+      return refuseRequest(response, 403, why);
+    }
     const framing = framingDefect(request);
     if (framing) {
       denyRoute(framing.why);
@@ -989,11 +998,12 @@ export function startEgressProxy(
 const MAX_SECRETS_LINE_BYTES = 8 * 1024 * 1024;
 
 /**
- * The routes' secrets: one JSON line on stdin, `{"secrets":{"<name>":"<value>",…}}`, written
- * by the controller through the Engine (container attach) and followed by the end of stdin.
- * Never echoed: a line that does not parse is refused without quoting it.
+ * The routes' secrets and the address they are served on: one JSON line on stdin,
+ * `{"secrets":{"<name>":"<value>",…},"routeAddress":"<the proxy's internal address>"}`,
+ * written by the controller through the Engine (container attach) and followed by the end of
+ * stdin. Never echoed: a line that does not parse is refused without quoting it.
  */
-function readSecrets(): Promise<Readonly<Record<string, string>>> {
+function readSecrets(): Promise<{ secrets: Readonly<Record<string, string>>; routeAddress: string | undefined }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -1003,12 +1013,13 @@ function readSecrets(): Promise<Readonly<Record<string, string>>> {
       const text = Buffer.concat(chunks).toString("utf8");
       const line = text.slice(0, text.indexOf("\n") < 0 ? text.length : text.indexOf("\n"));
       try {
-        const parsed = JSON.parse(line) as { secrets?: unknown };
+        const parsed = JSON.parse(line) as { secrets?: unknown; routeAddress?: unknown };
         const secrets = parsed.secrets;
         if (typeof secrets !== "object" || secrets === null || Object.values(secrets).some((value) => typeof value !== "string")) throw new Error("no secrets object");
-        resolve(secrets as Record<string, string>);
+        if (typeof parsed.routeAddress !== "string") throw new Error("no route address");
+        resolve({ secrets: secrets as Record<string, string>, routeAddress: parsed.routeAddress });
       } catch {
-        reject(new Error("the secrets line on stdin is not {\"secrets\":{…}} JSON"));
+        reject(new Error("the secrets line on stdin is not {\"secrets\":{…},\"routeAddress\":\"…\"} JSON"));
       }
     };
     const onData = (chunk: Buffer) => {
@@ -1031,8 +1042,8 @@ if (configText !== undefined && (script === undefined || import.meta.url.endsWit
   // The controller lease ends the proxy with SIGTERM (keeper/guards.ts); as PID 1 of its
   // container, node would ignore a signal it has no handler for.
   process.on("SIGTERM", () => process.exit(0));
-  (config.routes.length > 0 ? readSecrets() : Promise.resolve({})).then((secrets) =>
-    startEgressProxy(config, (event) => process.stdout.write(`${JSON.stringify(event)}\n`), secrets)
+  (config.routes.length > 0 ? readSecrets() : Promise.resolve({ secrets: {}, routeAddress: undefined })).then(({ secrets, routeAddress }) =>
+    startEgressProxy(config, (event) => process.stdout.write(`${JSON.stringify(event)}\n`), secrets, routeAddress)
   ).then(
     (proxy) => process.stdout.write(`${JSON.stringify({ event: "listening", port: proxy.port })}\n`),
     (error) => {

@@ -153,6 +153,21 @@ test("EgressProxy sends a route's secret nowhere but its upstream: dot segments,
   });
 });
 
+test("EgressProxy serves routes only on its route address: a connection to another of its addresses gets 403 and sends nothing", { timeout: 60_000 }, async () => {
+  await withUpstream(async (port, caPem, seen) => {
+    await withProxy(routeConfig(port, caPem), async (proxyPort, events) => {
+      const answer = await raw(proxyPort, "GET /echo/x HTTP/1.1\r\nHost: route.test\r\n\r\n");
+      assert.equal(answer.status, "HTTP/1.1 403 Forbidden");
+      assert.ok(answer.body.includes("egress proxy: routes are served only to the sandbox's guest (the proxy's address on its internal network)\n"), answer.body);
+      assert.equal(events.find((event) => event.event === "denied")?.route, "echo");
+      assert.equal(seen.length, 0);
+    }, secrets, "10.255.255.254");
+    await withProxy(routeConfig(port, caPem), async (proxyPort) => {
+      assert.equal((await raw(proxyPort, "GET /echo/x HTTP/1.1\r\nHost: route.test\r\n\r\n")).status, "HTTP/1.1 200 OK");
+    }, secrets, "127.0.0.1");
+  });
+});
+
 test("EgressProxy returns a route upstream's redirect to the guest and never follows it", { timeout: 60_000 }, async () => {
   await withUpstream(async (port, caPem, seen) => {
     await withProxy(routeConfig(port, caPem), async (proxyPort, events) => {
