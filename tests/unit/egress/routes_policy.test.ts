@@ -4,7 +4,6 @@
 // I/O; no message quotes a value).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { createDockerSandboxBackend } from "../../../lib/docker/backend.ts";
 import { egressGuestEnv } from "../../../lib/docker/egress/guest_env.ts";
 import { proxyConfig, proxyCreateBody, proxyMismatches, type ProxySpec } from "../../../lib/docker/egress/proxy_container.ts";
 import { MAX_SECRET_LENGTH, resolveRouteSecrets } from "../../../lib/docker/egress/secrets.ts";
@@ -14,6 +13,7 @@ import type { SandboxAllowlistNetworkSettings } from "../../../lib/sandbox/netwo
 import { MAX_ROUTE_HEADERS, MAX_ROUTES, MAX_UPSTREAM_CA_CERTIFICATES } from "../../../lib/sandbox/network_routes.ts";
 import { normalizePolicy, type SandboxPolicyInput } from "../../../lib/sandbox/policy.ts";
 import { assertThrowsSandbox } from "../sandbox/_assert.ts";
+import { backendOn, withSpill } from "../docker/_start_engine.ts";
 
 const resources = { cpus: 1, memoryBytes: 512 * 1024 * 1024, pids: 256 };
 const PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
@@ -114,19 +114,13 @@ test("resolveRouteSecrets takes exactly the secrets the routes name, from an obj
 });
 
 test("reservation.start refuses missing secrets before any I/O (the endpoint does not exist)", async () => {
-  const backend = createDockerSandboxBackend({
-    profile: "linux-x64-cgroupfs",
-    endpoint: "unix:///nonexistent/docker.sock",
-    namespace: "unit",
-    spillDirectory: "/tmp",
-    imageDigest: `sha256:${"c".repeat(64)}`,
-    proxyImageDigest: `sha256:${"d".repeat(64)}`,
-    user: { uid: 1000, gid: 1000 },
+  await withSpill(async (spill) => {
+    const backend = backendOn("/nonexistent/docker.sock", spill, { proxyImageDigest: `sha256:${"d".repeat(64)}` });
+    const records: unknown[] = [];
+    const reservation = backend.reserve({ policy: { resources, network: { kind: "allowlist", hosts: [], routes: [route] } } }, { record: (record) => Promise.resolve(void records.push(record)) });
+    await assert.rejects(reservation.start(), (error) => error instanceof SandboxConfigurationError && /options\.secrets is required/u.test(error.message));
+    assert.deepEqual(records, [], "nothing was recorded");
   });
-  const records: unknown[] = [];
-  const reservation = backend.reserve({ policy: { resources, network: { kind: "allowlist", hosts: [], routes: [route] } } }, { record: (record) => Promise.resolve(void records.push(record)) });
-  await assert.rejects(reservation.start(), (error) => error instanceof SandboxConfigurationError && /options\.secrets is required/u.test(error.message));
-  assert.deepEqual(records, [], "nothing was recorded");
 });
 
 test("proxyCreateBody opens the proxy's stdin once for routes only, and the readback checks it", () => {
