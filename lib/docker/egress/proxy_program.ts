@@ -44,7 +44,9 @@ import { type ClientRequest, createServer as createHttpServer, type IncomingMess
 import { request as httpsRequest } from "node:https";
 import { connect, createServer as createTcpServer, isIP, type Server as TcpServer, type Socket } from "node:net";
 import process from "node:process";
-import { rootCertificates } from "node:tls";
+// A namespace import: `getCACertificates` is missing before Node 23.10, and a named import of
+// a missing export would fail the whole program at link time.
+import * as tls from "node:tls";
 
 /**
  * What the proxy enforces (validated by the controller before it is written): the policy's
@@ -79,7 +81,7 @@ export interface EgressProxyConfig {
   readonly maxBytesPerConnection: number;
   /** Credentialed routes, served at `/<name>/` on the proxy itself (origin-form, or through a CONNECT to the proxy's own address). */
   readonly routes: readonly EgressRoute[];
-  /** PEM certificates trusted for routes' upstreams besides the runtime's bundled roots (`tls.rootCertificates`). */
+  /** PEM certificates trusted for routes' upstreams besides the image's system store and the runtime's bundled roots. */
   readonly upstreamCaCertificates: readonly string[];
 }
 
@@ -476,6 +478,16 @@ export function matchRoute(
   return { route, path: `${route.basePath}${match[2] ?? "/"}${query}` };
 }
 
+/** The runtime's view of the system trust store, or none where it has no such call (or it fails). */
+function systemCertificates(): readonly string[] {
+  const read = (tls as { getCACertificates?: (type: "system") => string[] }).getCACertificates;
+  try {
+    return typeof read === "function" ? read("system") : [];
+  } catch {
+    return [];
+  }
+}
+
 /** An address as a socket reports it, without the IPv4-mapped prefix (`::ffff:10.0.0.2` → `10.0.0.2`). */
 function plainAddress(address: string | undefined): string {
   return (address ?? "").replace(/^::ffff:(?=\d+\.)/iu, "");
@@ -745,8 +757,13 @@ export function startEgressProxy(
     });
   }
 
-  /** Every certificate trusted for a route's upstream: the runtime's bundled roots and the configured ones. */
-  const trusted = [...rootCertificates, ...config.upstreamCaCertificates];
+  /**
+   * Every certificate trusted for a route's upstream: the proxy image's own store (OpenSSL's
+   * default paths, read by `tls.getCACertificates("system")`, Node ≥ 23.10; none when the
+   * image has none), Node's bundled Mozilla roots, and the configured ones. Read once, and
+   * only with routes.
+   */
+  const trusted = config.routes.length === 0 ? [] : [...systemCertificates(), ...tls.rootCertificates, ...config.upstreamCaCertificates];
   for (const route of config.routes) {
     for (const [name, value] of Object.entries(route.headers)) {
       if (typeof secrets[value.secret] !== "string") return Promise.reject(new Error(`route ${route.name} header ${name} names the secret ${value.secret}, which was not given`));
