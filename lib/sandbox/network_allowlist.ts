@@ -147,9 +147,9 @@ export interface SandboxAllowlistNetwork {
    */
   readonly routes?: readonly SandboxRoute[];
   /**
-   * PEM certificates the proxy trusts for routes' upstreams, besides its runtime's own store
-   * (Node's bundled Mozilla roots): a private CA, or a test's self-signed certificate. At most
-   * 16 of 16 KiB each.
+   * PEM certificates the proxy trusts for routes' upstreams, besides the proxy image's own
+   * store and Node's bundled Mozilla roots: a private CA, or a test's self-signed certificate.
+   * At most 16 of 16 KiB each.
    *
    * @default {[]}
    */
