@@ -2,6 +2,8 @@
 // self-signed certificate for route.test, trusted through upstreamCaCertificates) that echoes
 // what it received; the guest's side is raw HTTP/1.1 on fresh connections to the proxy.
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import { connect } from "node:net";
 import { test } from "node:test";
 import { createServer as createHttpServer } from "node:http";
 import { createServer as createTlsServer } from "node:tls";
@@ -210,7 +212,7 @@ test("EgressProxy answers a route upstream's malformed status (099, 000, a 101 t
   }
 });
 
-test("EgressProxy bounds a route's upstream like every request: mixed Content-Length and chunked framing is 502, a silent upstream is closed after idleTimeoutMs, a body past maxBytesPerConnection is cut", { timeout: 60_000 }, async () => {
+test("EgressProxy bounds a route like every request: mixed Content-Length and chunked framing is 502, a silent upstream is closed after idleTimeoutMs, a response or request body past maxBytesPerConnection is cut, connections past maxConnections get 503", { timeout: 60_000 }, async () => {
   const { certPem, keyPem } = await selfSignedCertificate("route.test");
   let reply: string | undefined = "";
   const upstream = createTlsServer({ key: keyPem, cert: certPem }, (socket) => {
@@ -238,6 +240,22 @@ test("EgressProxy bounds a route's upstream like every request: mixed Content-Le
       const closed = events.slice(from).find((event) => event.event === "closed")!;
       assert.equal(closed.reason, "more than 64 bytes");
       assert.equal(closed.route, "echo");
+      // A request body past the byte bound is cut too, before the upstream has all of it.
+      reply = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+      from = events.length;
+      await raw(proxyPort, `POST /echo/up HTTP/1.1\r\nHost: x\r\ncontent-length: 200\r\n\r\n${"y".repeat(200)}`);
+      await until(() => events.slice(from).some((event) => event.event === "closed"));
+      assert.equal(events.slice(from).find((event) => event.event === "closed")!.reason, "more than 64 bytes");
+    }, secrets);
+    // Route requests count against maxConnections like every connection: past it, 503.
+    await withProxy({ ...routeConfig(port, certPem), maxConnections: 2 }, async (proxyPort) => {
+      const held = [connect(proxyPort, "127.0.0.1"), connect(proxyPort, "127.0.0.1")];
+      try {
+        await Promise.all(held.map((socket) => once(socket, "connect")));
+        assert.equal((await raw(proxyPort, "GET /echo/m HTTP/1.1\r\nHost: x\r\n\r\n")).status, "HTTP/1.1 503 Service Unavailable");
+      } finally {
+        for (const socket of held) socket.destroy();
+      }
     }, secrets);
   } finally {
     await new Promise((resolve) => upstream.close(resolve));
