@@ -109,6 +109,8 @@ export type {
 } from "./lib/sandbox/policy.ts";
 export type { SandboxUlimits, SandboxUlimitsInput } from "./lib/sandbox/ulimits.ts";
 export type { SandboxAllowlistNetwork, SandboxAllowlistNetworkSettings } from "./lib/sandbox/network_allowlist.ts";
+export type { SandboxRoute, SandboxRouteHeader, SandboxRouteSettings } from "./lib/sandbox/network_routes.ts";
+export type { DockerSandboxSecrets, DockerSandboxStartOptions } from "./lib/docker/egress/secrets.ts";
 export {
   FIXED_GUEST_ENV,
   SANDBOX_KILL_REASONS,

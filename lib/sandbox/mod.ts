@@ -105,6 +105,14 @@ export {
   type SandboxAllowlistNetwork,
   type SandboxAllowlistNetworkSettings,
 } from "./network_allowlist.ts";
+export {
+  MAX_ROUTE_HEADERS,
+  MAX_ROUTES,
+  MAX_UPSTREAM_CA_CERTIFICATES,
+  type SandboxRoute,
+  type SandboxRouteHeader,
+  type SandboxRouteSettings,
+} from "./network_routes.ts";
 export { parseSandboxRelativePath } from "./paths.ts";
 export {
   DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
