@@ -121,7 +121,7 @@ export {
   type SandboxProcessReservation,
   type SandboxStderrMode,
 } from "./lib/sandbox/process.ts";
-export type { SandboxStats } from "./lib/sandbox/stats.ts";
+export type { SandboxContainerStats, SandboxStats } from "./lib/sandbox/stats.ts";
 export { MAX_PROCESS_COMMAND_CHARS, type SandboxProcessInfo } from "./lib/sandbox/processes.ts";
 export {
   DEFAULT_CONNECT_TIMEOUT_MS,

@@ -50,7 +50,9 @@ import { resourceLabels, type SandboxResourceNames } from "./names.ts";
 import { DockerProcessReservation, type ProcessHost } from "./process/process.ts";
 import { ProcessRegistry } from "./process/registry.ts";
 import { runToEnd } from "./process/run.ts";
-import { asSandboxError, unansweredError } from "./_engine_errors.ts";
+import { asSandboxError, isNotFound, unansweredError } from "./_engine_errors.ts";
+import { PROXY_LIMITS } from "./egress/proxy_container.ts";
+import { RELAY_LIMITS } from "./ports/relay_container.ts";
 import { type AccessorContext, createAccessor, verifyAccessor } from "./files/accessor.ts";
 import { removeAllRecorded, removeRecorded } from "./recovery/resources.ts";
 import { claimExportSlot } from "./files/_export_slot.ts";
@@ -347,8 +349,9 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    * One sample of what the sandbox uses (see {@linkcode SandboxStats}): CPU as a fraction of
    * the policy's `resources.cpus` over about the last second, memory usage, limit and working
    * set, tasks and their limit, network and block I/O bytes, from the keeper's cgroup
-   * (`GET /containers/{id}/stats?stream=false`; it takes about a second). The egress proxy of
-   * an allowlist sandbox is not counted.
+   * (`GET /containers/{id}/stats?stream=false`; it takes about a second), and in `sidecars`
+   * the same of the egress proxy (allowlist sandboxes) and the port relay (once made), read
+   * at the same time against their own limits.
    *
    * @param options `signal` aborts the call.
    * @returns The sample.
@@ -366,12 +369,23 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    */
   async stats(options: { readonly signal?: AbortSignal } = {}): Promise<SandboxStats> {
     this.#assertRunning("read sandbox stats");
-    try {
-      const stats = await containerStats(this.#engine, this.#acquired.keeperId, {
-        timeoutMs: this.#policy.deadlines.cleanupMs,
-        signal: options.signal,
+    const read = (id: string) => containerStats(this.#engine, id, { timeoutMs: this.#policy.deadlines.cleanupMs, signal: options.signal });
+    // A sidecar being removed (404) is left out; any other failure fails the call.
+    const sidecar = (id: string | undefined, cpus: number) =>
+      id === undefined ? undefined : read(id).then((stats) => sandboxStatsOf(stats, cpus), (error) => {
+        if (isNotFound(error)) return undefined;
+        throw error;
       });
-      return sandboxStatsOf(stats, this.#policy.resources.cpus);
+    try {
+      const resources = this.resources;
+      const [keeper, proxy, relay] = await Promise.all([
+        read(this.#acquired.keeperId),
+        sidecar(resources.proxyId, PROXY_LIMITS.cpus),
+        sidecar(resources.relayId, RELAY_LIMITS.cpus),
+      ]);
+      const sidecars = { ...(proxy ? { proxy } : {}), ...(relay ? { relay } : {}) };
+      const sample = sandboxStatsOf(keeper, this.#policy.resources.cpus);
+      return Object.keys(sidecars).length === 0 ? sample : Object.freeze({ ...sample, sidecars: Object.freeze(sidecars) });
     } catch (error) {
       this.#assertRunning("read sandbox stats");
       throw asSandboxError(error, "read sandbox stats");

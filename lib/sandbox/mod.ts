@@ -130,7 +130,7 @@ export type {
   SandboxProcessReservation,
   SandboxStderrMode,
 } from "./process.ts";
-export type { SandboxStats } from "./stats.ts";
+export type { SandboxContainerStats, SandboxStats } from "./stats.ts";
 export { MAX_PROCESS_COMMAND_CHARS, type SandboxProcessInfo } from "./processes.ts";
 export { DEFAULT_TERM, MAX_TERMINAL_CELLS, normalizeTerminalSize } from "./terminal.ts";
 export type { NormalizedSandboxTerminal, SandboxTerminalRequest, SandboxTerminalSize } from "./terminal.ts";

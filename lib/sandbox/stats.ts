@@ -53,4 +53,17 @@ export interface SandboxStats {
   readonly network: { readonly rxBytes: number; readonly txBytes: number };
   /** Block device bytes since start (0 where the Engine's cgroup reports none, e.g. tmpfs and overlay page cache). */
   readonly blockIo: { readonly readBytes: number; readonly writeBytes: number };
+  /**
+   * The backend's own containers beside the keeper, each in the same shape against its own
+   * fixed limits (`cpu.cpus` and `memory.limitBytes` are the sidecar's, not the policy's):
+   * `proxy` (the egress proxy of an allowlist sandbox) and `relay` (the port relay, once a
+   * `connect()` made it). `sandbox.stats()` fills it; samples of `statsStream()` have none.
+   */
+  readonly sidecars?: { readonly proxy?: SandboxContainerStats; readonly relay?: SandboxContainerStats };
 }
+
+/**
+ * One container's sample: {@linkcode SandboxStats} without `sidecars` (a sidecar's own
+ * limits in `cpu.cpus` and `memory.limitBytes`).
+ */
+export type SandboxContainerStats = Omit<SandboxStats, "sidecars">;

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { SandboxStoppedError } from "../../lib/sandbox/errors.ts";
 import { engineTest, eventually, nodeImage } from "./_engine.ts";
 import { readUntil, testPolicy, text, withSandbox } from "./_sandbox.ts";
+import { untilListening, withPortSandbox } from "./_ports.ts";
 
 const MIB = 1024 * 1024;
 
@@ -56,4 +57,26 @@ engineTest("DockerSandbox stats shows memory rising with a 100 MiB allocation", 
     await Promise.all([holder.stdout.pipeTo(new WritableStream()), text(holder.stderr)]);
     assert.equal((await holder.exit).kind, "killed");
   }, { image: nodeImage, policy: { ...testPolicy, resources: { cpus: 1, memoryBytes: 512 * MIB, pids: 128 } } });
+});
+
+engineTest("DockerSandbox stats reports the relay and the egress proxy as sidecars, each against its own limits", async (engine) => {
+  const { RELAY_LIMITS } = await import("../../lib/docker/ports/relay_container.ts");
+  const { PROXY_LIMITS } = await import("../../lib/docker/egress/proxy_container.ts");
+  const policy = { ...testPolicy, network: { kind: "allowlist" as const, hosts: ["example.invalid"] } };
+  await withPortSandbox(engine, async (sandbox) => {
+    const before = await sandbox.stats();
+    assert.deepEqual(Object.keys(before.sidecars ?? {}), ["proxy"], "no relay before the first connect()");
+    await sandbox.reserveProcess({ executable: "/bin/httpd", args: ["-f", "-p", "127.0.0.1:7200", "-h", "/tmp"] }).start();
+    await untilListening(sandbox, 7200);
+    const stats = await sandbox.stats();
+    const { proxy, relay } = stats.sidecars ?? {};
+    assert.ok(proxy && relay, JSON.stringify(stats.sidecars));
+    assert.equal(relay.cpu.cpus, RELAY_LIMITS.cpus);
+    assert.equal(relay.memory.limitBytes, RELAY_LIMITS.memoryBytes);
+    assert.equal(proxy.cpu.cpus, PROXY_LIMITS.cpus);
+    assert.equal(proxy.memory.limitBytes, PROXY_LIMITS.memoryBytes);
+    for (const sidecar of [proxy, relay]) assert.ok(sidecar.memory.usageBytes > 0 && sidecar.pids.current >= 1, JSON.stringify(sidecar));
+    assert.equal(stats.memory.limitBytes, 256 * MIB, "the top level is still the keeper against the policy");
+    assert.ok(Object.isFrozen(stats.sidecars));
+  }, { policy, image: nodeImage });
 });
