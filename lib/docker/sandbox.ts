@@ -57,6 +57,7 @@ import { TransferGuard } from "./files/_transfer_guard.ts";
 import { raceDeadline } from "../streams/deadline.ts";
 import type { DockerEgressEvents } from "./egress/events.ts";
 import { proxyStoppedError } from "./egress/proxy_stopped.ts";
+import { runDestroySteps } from "./_destroy_steps.ts";
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
 export interface DockerSandboxResources {
@@ -617,7 +618,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   }
 
   /**
-   * Stop, then remove the accessor, the network and the volume by exact identity.
+   * Stop, then remove the accessor, the network and the volume by exact identity; a sandbox
+   * from `openSandbox()` then also removes the spill directory and record it made.
    * Retryable after a partial failure; 404 counts as done.
    *
    * @throws {SandboxEngineError} when a removal fails (call again to retry)
@@ -729,6 +731,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
         `Cannot destroy sandbox: whether the ${report.uncertain.join(" and ")} was created is still unknown (its name is absent); call destroy() again, or recover from the record later`,
       );
     }
+    await runDestroySteps(this);
     this.#state = "destroyed";
   }
 }
