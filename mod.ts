@@ -154,6 +154,7 @@ export {
   type OpenSandboxOptions,
   type OpenSandboxPolicyInput,
 } from "./lib/docker/open_sandbox.ts";
+export { prepareImage } from "./lib/docker/prepare_image.ts";
 export type { DockerSandboxBackendConfig, DockerSandboxBackendSettings } from "./lib/docker/config.ts";
 export type { DockerSandboxDataset } from "./lib/docker/datasets/configuration.ts";
 export type { DockerSandboxProfile } from "./lib/docker/profiles.ts";

@@ -10,10 +10,8 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { LABELS } from "../../lib/docker/names.ts";
-import type { DockerEngine } from "../../lib/engine/client.ts";
 import type { McpServerConfig } from "../../lib/mcp/config.ts";
-import { busyboxImage, endpoint, eventually, runtimeCommand } from "./_engine.ts";
+import { busyboxImage, endpoint, runtimeCommand } from "./_engine.ts";
 
 const MAIN = fileURLToPath(new URL("../../lib/mcp/main.ts", import.meta.url));
 
@@ -85,23 +83,6 @@ export async function connect(world: McpWorld): Promise<McpConnection> {
       return { text: content.map((part) => part.text ?? "").join(""), isError: result.isError === true };
     },
   };
-}
-
-/** The IDs of containers and names of volumes of `namespace` on the engine. */
-export async function resourcesOf(engine: DockerEngine, namespace: string): Promise<string[]> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`${LABELS.namespace}=${namespace}`] }));
-  const containers = await (await engine.fetch(`/containers/json?all=true&filters=${filters}`)).json() as { Id: string }[];
-  const volumes = await (await engine.fetch(`/volumes?filters=${filters}`)).json() as { Volumes: { Name: string }[] | null };
-  return [...containers.map((c) => c.Id), ...(volumes.Volumes ?? []).map((v) => v.Name)];
-}
-
-/** Wait until nothing of `namespace` is left on the engine. */
-export async function assertNamespaceEmpty(engine: DockerEngine, namespace: string): Promise<void> {
-  const left = await eventually(`no resources of ${namespace}`, async () => {
-    const names = await resourcesOf(engine, namespace);
-    return names.length === 0 ? names : undefined;
-  }).catch(async () => await resourcesOf(engine, namespace));
-  assert.deepEqual(left, [], `resources of ${namespace} are left`);
 }
 
 /** The sandbox ID in a `sandbox_create` answer. */

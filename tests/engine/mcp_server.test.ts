@@ -7,7 +7,8 @@ import { join } from "node:path";
 import process from "node:process";
 import { parseMcpServerConfig } from "../../lib/mcp/config.ts";
 import { McpSandboxes } from "../../lib/mcp/_sandboxes.ts";
-import { assertNamespaceEmpty, connect, type McpConnection, type McpWorld, resourcesOf, sandboxIdOf, withMcpWorld } from "./_mcp.ts";
+import { connect, type McpConnection, type McpWorld, sandboxIdOf, withMcpWorld } from "./_mcp.ts";
+import { assertNamespaceEmpty, resourcesOf } from "./_namespace.ts";
 import { engineTest, eventually } from "./_engine.ts";
 
 /** Run `fn` with a connected server of `world`; close it, then reclaim whatever is left. */

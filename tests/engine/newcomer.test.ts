@@ -11,9 +11,8 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import type { DockerEngine } from "../../lib/engine/client.ts";
-import { LABELS } from "../../lib/docker/names.ts";
 import { busyboxImage, endpoint, engineTest, eventually } from "./_engine.ts";
+import { resourcesOf } from "./_namespace.ts";
 
 const repository = await realpath(fileURLToPath(new URL("../../", import.meta.url)));
 const readme = await readFile(join(repository, "README.md"), "utf8");
@@ -86,14 +85,6 @@ async function withProject(fn: (directory: string) => Promise<void>): Promise<vo
   } finally {
     await rm(directory, { recursive: true, force: true });
   }
-}
-
-/** Names of volumes and containers of `namespace` on the engine (for a leftover check). */
-async function resourcesOf(engine: DockerEngine, namespace: string): Promise<string[]> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`${LABELS.namespace}=${namespace}`] }));
-  const containers = await (await engine.fetch(`/containers/json?all=true&filters=${filters}`)).json() as { Id: string }[];
-  const volumes = await (await engine.fetch(`/volumes?filters=${filters}`)).json() as { Volumes: { Name: string }[] | null };
-  return [...containers.map((c) => c.Id), ...(volumes.Volumes ?? []).map((v) => v.Name)];
 }
 
 engineTest(`README hello world runs from a scratch project on ${runtime} with the documented setup`, async (engine) => {
