@@ -16,6 +16,7 @@ const SANDBOX_OPTIONS = {
   ...COMMON_OPTIONS,
   image: { type: "string" },
   records: { type: "string" },
+  spill: { type: "string" },
   cpus: { type: "string" },
   memory: { type: "string" },
   pids: { type: "string" },
@@ -25,6 +26,7 @@ const SANDBOX_OPTIONS = {
 const SANDBOX_HELP = `${COMMON_HELP}
   --image ID         exact local image ID, sha256:… (default $AGENTCELL_IMAGE; agentcell prepare-image makes one)
   --records DIR      record the sandbox there first, for agentcell reclaim (default $XDG_STATE_HOME/agentcell/records)
+  --spill DIR        spill directory of large exports (default a private /tmp/agentcell-spill-*, removed at the end)
   --cpus N           CPUs (default 1)
   --memory BYTES     memory in bytes (default 268435456)
   --pids N           processes and threads (default 128)
@@ -74,6 +76,7 @@ async function open(values: SandboxValues, signal: AbortSignal): Promise<DockerS
     profile: await profileOf(values, endpoint),
     ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
     recordsDirectory: values.records ?? defaultRecordsDirectory(),
+    ...(values.spill === undefined ? {} : { spillDirectory: values.spill }),
     policy: { resources, network },
     signal,
   });

@@ -7,10 +7,10 @@
  * @module
  */
 import { mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { configurationError } from "../internal/zod_issues.ts";
+import { denialOfDirectory, denialReason, denoPermissionDenial } from "../internal/deno_permission.ts";
 import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "../sandbox/backend.ts";
 import { SandboxConfigurationError } from "../sandbox/errors.ts";
 import type { SandboxPolicyInput, SandboxResources } from "../sandbox/policy.ts";
@@ -29,7 +29,13 @@ export const DEFAULT_OPEN_USER: { readonly uid: number; readonly gid: number } =
 /** Resources of {@linkcode openSandbox} when the policy names none: 1 CPU, 256 MiB, 128 PIDs. */
 export const DEFAULT_OPEN_RESOURCES: SandboxResources = Object.freeze({ cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 });
 
-/** Prefix of the private spill directory {@linkcode openSandbox} makes in the temporary directory. */
+/**
+ * Where {@linkcode openSandbox} makes its private spill directory: `/tmp`, fixed (the
+ * library reads no environment, so not `$TMPDIR`).
+ */
+export const OPEN_SPILL_PARENT = "/tmp";
+
+/** Prefix of the private spill directory {@linkcode openSandbox} makes in {@linkcode OPEN_SPILL_PARENT}. */
 export const OPEN_SPILL_PREFIX = "agentcell-spill-";
 
 /** A sandbox policy whose `resources` may be left out ({@linkcode DEFAULT_OPEN_RESOURCES}). */
@@ -54,8 +60,9 @@ export interface OpenSandboxOptions extends Omit<DockerSandboxBackendConfig, "na
   /**
    * Spill directory (absolute, canonical, owned by this process), kept as it is.
    *
-   * @default {undefined} a private directory `agentcell-spill-*` (mode 0700) in the temporary
-   *   directory (`os.tmpdir()`), made before start and removed by `destroy()` or a failed start
+   * @default {undefined} a private directory `/tmp/agentcell-spill-*` (mode 0700), made before
+   *   start and removed by `destroy()` or a failed start (Deno: `--allow-read=/tmp
+   *   --allow-write=/tmp`)
    */
   readonly spillDirectory?: string;
   /**
@@ -180,9 +187,22 @@ function validateOpenOptions(options: OpenSandboxOptions): {
   return { backendConfig, policy: fullPolicy, recordsDirectory, signal };
 }
 
-/** A fresh `agentcell-spill-*` directory (mode 0700) in the temporary directory, by its real path. */
+/**
+ * A fresh `/tmp/agentcell-spill-*` directory (mode 0700), by its real path.
+ *
+ * @throws {SandboxConfigurationError} when Deno denies it (the message names the flag)
+ */
 async function makePrivateSpillDirectory(): Promise<string> {
-  return await realpath(await mkdtemp(join(tmpdir(), OPEN_SPILL_PREFIX)));
+  try {
+    return await realpath(await mkdtemp(join(OPEN_SPILL_PARENT, OPEN_SPILL_PREFIX)));
+  } catch (error) {
+    const denial = denoPermissionDenial(error);
+    if (denial === undefined) throw error;
+    throw new SandboxConfigurationError(
+      `Cannot ${ACTION}: make its spill directory in ${OPEN_SPILL_PARENT}: ${denialReason(denialOfDirectory(denial, OPEN_SPILL_PARENT))} (or pass options.spillDirectory)`,
+      { cause: error },
+    );
+  }
 }
 
 /** A recovery port that keeps only the latest record, in memory. */

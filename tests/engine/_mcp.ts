@@ -41,6 +41,9 @@ export async function withMcpWorld(overrides: Partial<McpServerConfig>, fn: (wor
     const records = join(root, "records");
     const exportRoot = join(root, "exports");
     await mkdir(exportRoot);
+    // A spill directory of the world's own: a SIGKILLed server cannot remove a private one.
+    const spillDirectory = join(root, "spill");
+    await mkdir(spillDirectory);
     const namespace = `mcp-${crypto.randomUUID().slice(0, 8)}`;
     const config: McpServerConfig = {
       endpoint: endpoint!,
@@ -48,6 +51,7 @@ export async function withMcpWorld(overrides: Partial<McpServerConfig>, fn: (wor
       imageDigest: busyboxImage,
       namespace,
       recordsDirectory: records,
+      spillDirectory,
       exportRoot,
       ceiling: { cpus: 1, memoryBytes: 128 * 1024 * 1024, pids: 64 },
       maxSandboxes: 1,

@@ -4,9 +4,9 @@
 // @xterm/headless).
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, readdir, realpath, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import process from "node:process";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
@@ -33,18 +33,25 @@ function agentcell(args: readonly string[]): Promise<Finished> {
   });
 }
 
-/** A records directory and a namespace of the test's own; reclaimed and removed after. */
+/**
+ * A records directory and a namespace of the test's own, and a spill directory beside the
+ * records (a killed run cannot remove a private one); reclaimed and removed after.
+ */
 async function withRecords(fn: (records: string, namespace: string) => Promise<void>): Promise<void> {
-  const records = await realpath(await mkdtemp(join(tmpdir(), "agentcell-cli-")));
+  const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-cli-")));
+  const records = join(root, "records");
   try {
+    await mkdir(join(root, "spill"));
     await fn(records, `cli-${crypto.randomUUID().slice(0, 8)}`);
   } finally {
     await reclaim([records], () => {}).catch(() => {});
-    await rm(records, { recursive: true, force: true });
+    await rm(root, { recursive: true, force: true });
   }
 }
 
 const sandboxArgs = (records: string, namespace: string) => [
+  "--spill",
+  join(dirname(records), "spill"),
   "--endpoint",
   endpoint!,
   "--image",

@@ -4,17 +4,17 @@ import assert from "node:assert/strict";
 import { mkdtemp, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { OPEN_SPILL_PREFIX, openSandbox } from "../../lib/docker/open_sandbox.ts";
+import { OPEN_SPILL_PARENT, OPEN_SPILL_PREFIX, openSandbox } from "../../lib/docker/open_sandbox.ts";
 import { assertGone } from "./_sandbox.ts";
 import { busyboxImage, endpoint, engineTest } from "./_engine.ts";
 
 engineTest("openSandbox starts a sandbox as uid 65534 whose destroy removes its spill directory and record", async (engine) => {
   const records = await realpath(await mkdtemp(join(tmpdir(), "agentcell-open-records-")));
-  const before = (await readdir(tmpdir())).filter((name) => name.startsWith(OPEN_SPILL_PREFIX));
+  const before = (await readdir(OPEN_SPILL_PARENT)).filter((name) => name.startsWith(OPEN_SPILL_PREFIX));
   try {
     const sandbox = await openSandbox({ endpoint: endpoint!, imageDigest: busyboxImage, profile: "linux-x64-cgroupfs", recordsDirectory: records });
     try {
-      const made = (await readdir(tmpdir())).filter((name) => name.startsWith(OPEN_SPILL_PREFIX) && !before.includes(name));
+      const made = (await readdir(OPEN_SPILL_PARENT)).filter((name) => name.startsWith(OPEN_SPILL_PREFIX) && !before.includes(name));
       assert.equal(made.length, 1, `one private spill directory: ${made}`);
       assert.deepEqual(await readdir(records), [`${sandbox.id}.json`, `${sandbox.id}.lock`].sort());
       const result = await sandbox.run("/bin/sh", ["-c", 'echo "hi from $(id -u):$(id -g)"']);
@@ -25,7 +25,7 @@ engineTest("openSandbox starts a sandbox as uid 65534 whose destroy removes its 
       await sandbox.destroy();
       await assertGone(engine, sandbox);
       assert.deepEqual(await readdir(records), [], "the record and its lock are removed");
-      assert.ok(!(await readdir(tmpdir())).includes(made[0]), "the spill directory is removed");
+      assert.ok(!(await readdir(OPEN_SPILL_PARENT)).includes(made[0]), "the spill directory is removed");
     } finally {
       await sandbox.destroy();
     }

@@ -3,7 +3,7 @@
 // ({ name, code, message }) on stdout.
 import process from "node:process";
 import { backendOn, policy } from "./_start_engine.ts";
-import { createFileRecoveryStore, exportToDirectory, importDirectory } from "../../../mod.ts";
+import { createFileRecoveryStore, exportToDirectory, importDirectory, openSandbox } from "../../../mod.ts";
 
 const [operation, first, second] = process.argv.slice(2);
 
@@ -17,6 +17,9 @@ async function run(): Promise<unknown> {
     await createFileRecoveryStore(first);
   } else if (operation === "export") {
     await exportToDirectory(new ReadableStream({ start: (controller) => controller.close() }), first);
+  } else if (operation === "open") {
+    // first: socket path (the spill directory is openSandbox's own, in /tmp)
+    await openSandbox({ endpoint: `unix://${first}`, imageDigest: `sha256:${"a".repeat(64)}` });
   } else {
     throw new Error(`unknown operation ${operation}`);
   }

@@ -87,3 +87,9 @@ test("importDirectory, exportToDirectory and createFileRecoveryStore under Deno 
     assertDenied(await runChild([`--allow-read=${directory}`], ["store", records]), "open the recovery store", "write", records);
   });
 });
+
+test("openSandbox under Deno names the --allow flag for its spill directory in /tmp", async () => {
+  const outcome = await runChild([], ["open", "/nonexistent/agentcell.sock"]);
+  assertDenied(outcome, "open sandbox: make its spill directory in /tmp", "write", "/tmp");
+  assert.ok(outcome.message?.endsWith("(or pass options.spillDirectory)"), outcome.message);
+});

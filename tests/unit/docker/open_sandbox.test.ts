@@ -3,7 +3,7 @@ import { mkdtemp, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { OPEN_SPILL_PREFIX, openSandbox, type OpenSandboxOptions } from "../../../lib/docker/open_sandbox.ts";
+import { OPEN_SPILL_PARENT, OPEN_SPILL_PREFIX, openSandbox, type OpenSandboxOptions } from "../../../lib/docker/open_sandbox.ts";
 import { SandboxConfigurationError, SandboxEngineError } from "../../../lib/sandbox/errors.ts";
 
 const valid: OpenSandboxOptions = {
@@ -13,7 +13,7 @@ const valid: OpenSandboxOptions = {
 
 /** The `agentcell-spill-*` directories in the temporary directory now. */
 async function spills(): Promise<string[]> {
-  return (await readdir(tmpdir())).filter((name) => name.startsWith(OPEN_SPILL_PREFIX)).sort();
+  return (await readdir(OPEN_SPILL_PARENT)).filter((name) => name.startsWith(OPEN_SPILL_PREFIX)).sort();
 }
 
 async function rejectsWith(
