@@ -26,7 +26,7 @@ const SANDBOX_OPTIONS = {
 const SANDBOX_HELP = `${COMMON_HELP}
   --image ID         exact local image ID, sha256:… (default $AGENTCELL_IMAGE; agentcell prepare-image makes one)
   --records DIR      record the sandbox there first, for agentcell reclaim (default $XDG_STATE_HOME/agentcell/records)
-  --spill DIR        spill directory of large exports (default a private /tmp/agentcell-spill-*, removed at the end)
+  --spill DIR        spill directory of large exports (default a private /tmp/agentcell-open-spill-*, removed at the end)
   --cpus N           CPUs (default 1)
   --memory BYTES     memory in bytes (default 268435456)
   --pids N           processes and threads (default 128)

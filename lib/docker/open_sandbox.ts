@@ -36,7 +36,7 @@ export const DEFAULT_OPEN_RESOURCES: SandboxResources = Object.freeze({ cpus: 1,
 export const OPEN_SPILL_PARENT = "/tmp";
 
 /** Prefix of the private spill directory {@linkcode openSandbox} makes in {@linkcode OPEN_SPILL_PARENT}. */
-export const OPEN_SPILL_PREFIX = "agentcell-spill-";
+export const OPEN_SPILL_PREFIX = "agentcell-open-spill-";
 
 /** A sandbox policy whose `resources` may be left out ({@linkcode DEFAULT_OPEN_RESOURCES}). */
 export type OpenSandboxPolicyInput = Omit<SandboxPolicyInput, "resources"> & { readonly resources?: SandboxResources };
@@ -60,7 +60,7 @@ export interface OpenSandboxOptions extends Omit<DockerSandboxBackendConfig, "na
   /**
    * Spill directory (absolute, canonical, owned by this process), kept as it is.
    *
-   * @default {undefined} a private directory `/tmp/agentcell-spill-*` (mode 0700), made before
+   * @default {undefined} a private directory `/tmp/agentcell-open-spill-*` (mode 0700), made before
    *   start and removed by `destroy()` or a failed start (Deno: `--allow-read=/tmp
    *   --allow-write=/tmp`)
    */
@@ -188,7 +188,7 @@ function validateOpenOptions(options: OpenSandboxOptions): {
 }
 
 /**
- * A fresh `/tmp/agentcell-spill-*` directory (mode 0700), by its real path.
+ * A fresh `/tmp/agentcell-open-spill-*` directory (mode 0700), by its real path.
  *
  * @throws {SandboxConfigurationError} when Deno denies it (the message names the flag)
  */

@@ -35,19 +35,23 @@ export class McpSandboxes {
     this.#settings = settings;
   }
 
-  /** The backend of this configuration (inert), for recovering its records. */
-  #backend(): DockerSandboxBackend {
+  /** The backend fields of this configuration, shared by `openSandbox` and recovery. */
+  #backendFields() {
     const s = this.#settings;
-    return createDockerSandboxBackend({
+    return {
       endpoint: s.endpoint,
       ...(s.profile === undefined ? {} : { profile: s.profile }),
       namespace: s.namespace,
       imageDigest: s.imageDigest,
       user: s.user,
       ...(s.proxyImageDigest === undefined ? {} : { proxyImageDigest: s.proxyImageDigest }),
-      // Recovery never spills; the records directory stands in when none is configured.
-      spillDirectory: s.spillDirectory ?? s.recordsDirectory,
-    });
+    };
+  }
+
+  /** The backend of this configuration (inert), for recovering its records. */
+  #backend(): DockerSandboxBackend {
+    // Recovery never spills; the records directory stands in when none is configured.
+    return createDockerSandboxBackend({ ...this.#backendFields(), spillDirectory: this.#settings.spillDirectory ?? this.#settings.recordsDirectory });
   }
 
   /**
@@ -81,12 +85,7 @@ export class McpSandboxes {
     try {
       const s = this.#settings;
       const sandbox = await openSandbox({
-        endpoint: s.endpoint,
-        ...(s.profile === undefined ? {} : { profile: s.profile }),
-        namespace: s.namespace,
-        imageDigest: s.imageDigest,
-        user: s.user,
-        ...(s.proxyImageDigest === undefined ? {} : { proxyImageDigest: s.proxyImageDigest }),
+        ...this.#backendFields(),
         ...(s.spillDirectory === undefined ? {} : { spillDirectory: s.spillDirectory }),
         recordsDirectory: s.recordsDirectory,
         policy: { resources, network: s.network },

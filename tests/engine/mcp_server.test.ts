@@ -56,7 +56,7 @@ engineTest("MCP server: create, run echo hi, write and read a file, list, export
       const created = await call("sandbox_create", { memoryBytes: 64 * 1024 * 1024 });
       assert.equal(created.isError, false, created.text);
       const sandboxId = sandboxIdOf(created.text);
-      assert.deepEqual(await readdir(world.records), [`${sandboxId}.json`, `${sandboxId}.lock`].sort(), "recorded in the records directory");
+      assert.deepEqual((await readdir(world.records)).sort(), [`${sandboxId}.json`, `${sandboxId}.lock`].sort(), "recorded in the records directory");
 
       const ran = await call("sandbox_run", { sandboxId, command: ["/bin/echo", "hi"] });
       assert.equal(ran.text, "exit code 0\n--- stdout: 3 bytes\nhi\n--- stderr: empty\n");

@@ -16,7 +16,7 @@ engineTest("openSandbox starts a sandbox as uid 65534 whose destroy removes its 
     try {
       const made = (await readdir(OPEN_SPILL_PARENT)).filter((name) => name.startsWith(OPEN_SPILL_PREFIX) && !before.includes(name));
       assert.equal(made.length, 1, `one private spill directory: ${made}`);
-      assert.deepEqual(await readdir(records), [`${sandbox.id}.json`, `${sandbox.id}.lock`].sort());
+      assert.deepEqual((await readdir(records)).sort(), [`${sandbox.id}.json`, `${sandbox.id}.lock`].sort());
       const result = await sandbox.run("/bin/sh", ["-c", 'echo "hi from $(id -u):$(id -g)"']);
       assert.deepEqual(result.exit, { kind: "exited", code: 0 });
       assert.equal(result.stdoutText, "hi from 65534:65534\n");

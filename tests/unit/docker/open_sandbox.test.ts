@@ -11,7 +11,7 @@ const valid: OpenSandboxOptions = {
   imageDigest: `sha256:${"a".repeat(64)}`,
 };
 
-/** The `agentcell-spill-*` directories in the temporary directory now. */
+/** The `agentcell-open-spill-*` directories in /tmp now. */
 async function spills(): Promise<string[]> {
   return (await readdir(OPEN_SPILL_PARENT)).filter((name) => name.startsWith(OPEN_SPILL_PREFIX)).sort();
 }
