@@ -174,6 +174,17 @@ export {
   type SandboxTransferReceipt,
 } from "./lib/sandbox/transfer.ts";
 export { createDockerSandboxBackend, type DockerSandboxBackend, type DockerSandboxReservation } from "./lib/docker/backend.ts";
+export {
+  DEFAULT_OPEN_NAMESPACE,
+  DEFAULT_OPEN_RESOURCES,
+  DEFAULT_OPEN_USER,
+  OPEN_SPILL_PARENT,
+  OPEN_SPILL_PREFIX,
+  openSandbox,
+  type OpenSandboxOptions,
+  type OpenSandboxPolicyInput,
+} from "./lib/docker/open_sandbox.ts";
+export { prepareImage } from "./lib/docker/prepare_image.ts";
 export type { DockerSandboxBackendConfig, DockerSandboxBackendSettings } from "./lib/docker/config.ts";
 export type { DockerSandboxDataset } from "./lib/docker/datasets/configuration.ts";
 export type { DockerSandboxProfile } from "./lib/docker/profiles.ts";

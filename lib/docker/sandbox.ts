@@ -65,6 +65,7 @@ import type { DockerEgressEvents } from "./egress/events.ts";
 import { proxyStoppedError } from "./egress/proxy_stopped.ts";
 import { DockerSandboxPorts } from "./ports/ports.ts";
 import type { SandboxConnection, SandboxConnectOptions, SandboxFetchOptions, SandboxForwardOptions, SandboxPortForward, SandboxPorts } from "../sandbox/ports.ts";
+import { runDestroySteps } from "./_destroy_steps.ts";
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
 export interface DockerSandboxResources {
@@ -812,7 +813,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   }
 
   /**
-   * Stop, then remove the accessor, the network and the volume by exact identity.
+   * Stop, then remove the accessor, the network and the volume by exact identity; a sandbox
+   * from `openSandbox()` then also removes the spill directory and record it made.
    * Retryable after a partial failure; 404 counts as done.
    *
    * @throws {SandboxEngineError} when a removal fails (call again to retry)
@@ -926,6 +928,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
         `Cannot destroy sandbox: whether the ${report.uncertain.join(" and ")} was created is still unknown (its name is absent); call destroy() again, or recover from the record later`,
       );
     }
+    await runDestroySteps(this);
     this.#state = "destroyed";
   }
 }

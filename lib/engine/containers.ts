@@ -216,6 +216,20 @@ export async function removeContainer(engine: DockerEngine, id: string, options:
   return reply.status === 204;
 }
 
+/**
+ * `GET /containers/{id}/export`: the container's whole file system as a tar stream (Docker
+ * Engine API "Container" group, `ContainerExport`). The caller must read the stream to its
+ * end or cancel it.
+ *
+ * @returns the tar stream
+ * @throws {DockerEngineError} by status (`not_found` when the container is gone)
+ */
+export async function exportContainer(engine: DockerEngine, id: string, options: { readonly signal?: AbortSignal } = {}): Promise<ReadableStream<Uint8Array>> {
+  const response = await engine.stream("GET", `/containers/${encodeURIComponent(id)}/export`, options.signal === undefined ? {} : { signal: options.signal });
+  if (response.status !== 200) throw await engine.failure(response, "export container");
+  return response.body;
+}
+
 /** Schema of the `POST /containers/{id}/wait` answer. */
 const waitSchema = z.looseObject({
   StatusCode: z.number().int(),

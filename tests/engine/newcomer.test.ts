@@ -11,9 +11,9 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import type { DockerEngine } from "../../lib/engine/client.ts";
-import { LABELS } from "../../lib/docker/names.ts";
 import { busyboxImage, endpoint, engineTest, eventually } from "./_engine.ts";
+import { resourcesOf } from "./_namespace.ts";
+import { DEFAULT_OPEN_NAMESPACE } from "../../lib/docker/open_sandbox.ts";
 
 const repository = await realpath(fileURLToPath(new URL("../../", import.meta.url)));
 const readme = await readFile(join(repository, "README.md"), "utf8");
@@ -88,25 +88,17 @@ async function withProject(fn: (directory: string) => Promise<void>): Promise<vo
   }
 }
 
-/** Names of volumes and containers of `namespace` on the engine (for a leftover check). */
-async function resourcesOf(engine: DockerEngine, namespace: string): Promise<string[]> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`${LABELS.namespace}=${namespace}`] }));
-  const containers = await (await engine.fetch(`/containers/json?all=true&filters=${filters}`)).json() as { Id: string }[];
-  const volumes = await (await engine.fetch(`/volumes?filters=${filters}`)).json() as { Volumes: { Name: string }[] | null };
-  return [...containers.map((c) => c.Id), ...(volumes.Volumes ?? []).map((v) => v.Name)];
-}
-
 engineTest(`README hello world runs from a scratch project on ${runtime} with the documented setup`, async (engine) => {
   await withProject(async (directory) => {
     await writeFile(join(directory, "hello.ts"), block("hello"));
-    const before = new Set(await resourcesOf(engine, "hello"));
+    const before = new Set(await resourcesOf(engine, DEFAULT_OPEN_NAMESPACE));
     const result = await run(runCommand("run", runtime), directory);
     assert.equal(result.code, 0, `exit ${result.code} ${result.signal ?? ""}\n${result.stdout}\n${result.stderr}`);
     assert.equal(result.stdout, 'hello from uid 65534 {"kind":"exited","code":0}\n');
     // Nothing of this run is left: anything new under the namespace belongs to a concurrent
     // run of this test and goes away on its own; ours would stay.
-    await eventually("no new hello resources on the engine", async () => {
-      const left = (await resourcesOf(engine, "hello")).filter((name) => !before.has(name));
+    await eventually("no new resources of the hello world on the engine", async () => {
+      const left = (await resourcesOf(engine, DEFAULT_OPEN_NAMESPACE)).filter((name) => !before.has(name));
       return left.length === 0 ? true : undefined;
     });
   });

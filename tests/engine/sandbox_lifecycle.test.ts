@@ -204,9 +204,9 @@ async function importImage(engine: DockerEngine, changes: string[]): Promise<str
 
 engineTest("DockerSandbox image admission rejects extra Env and declared volumes, naming them", async (engine) => {
   for (const [changes, reason] of [
-    [["ENV NODE_VERSION=26"], /declares NODE_VERSION; only HOME, TMPDIR and PATH with the fixed values are admitted: flatten the image with examples\/prepare-image\.ts/],
-    [["ENV HOME=/root"], /sets HOME=\/root, the fixed value is \/home\/sandbox: flatten the image with examples\/prepare-image\.ts/],
-    [["VOLUME /data"], /declares volumes \(\/data\): flatten the image with examples\/prepare-image\.ts/],
+    [["ENV NODE_VERSION=26"], /declares NODE_VERSION; only HOME, TMPDIR and PATH with the fixed values are admitted: flatten the image with agentcell prepare-image SOURCE TAG/],
+    [["ENV HOME=/root"], /sets HOME=\/root, the fixed value is \/home\/sandbox: flatten the image with agentcell prepare-image SOURCE TAG/],
+    [["VOLUME /data"], /declares volumes \(\/data\): flatten the image with agentcell prepare-image SOURCE TAG/],
   ] as const) {
     const image = await importImage(engine, [...changes]);
     try {
@@ -232,7 +232,7 @@ engineTest("DockerSandbox rejects an image that does not exist locally", async (
       assert.equal(
         error.message,
         `Cannot admit image sha256:${"ab".repeat(32)}: no such local image (the backend never pulls or builds): set config.imageDigest to the ID of a local image ` +
-          "(list them with: docker image ls --no-trunc --format '{{.ID}} {{.Repository}}:{{.Tag}}') or make one from a local image with examples/prepare-image.ts of the @agentcell/docker repository",
+          "(list them with: docker image ls --no-trunc --format '{{.ID}} {{.Repository}}:{{.Tag}}') or make one from a local image with agentcell prepare-image SOURCE TAG (prepareImage() in @agentcell/docker)",
       );
       return true;
     });

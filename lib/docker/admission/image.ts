@@ -13,9 +13,9 @@ import type { DockerSandboxProfileRow } from "../profiles.ts";
 /** How to list local image IDs, for messages. */
 export const LIST_IMAGES = "list them with: docker image ls --no-trunc --format '{{.ID}} {{.Repository}}:{{.Tag}}'";
 /** Where an admissible image comes from, for messages. */
-const PREPARE = "or make one from a local image with examples/prepare-image.ts of the @agentcell/docker repository";
+const PREPARE = "or make one from a local image with agentcell prepare-image SOURCE TAG (prepareImage() in @agentcell/docker)";
 /** The fix for extra image metadata, for messages. */
-const FLATTEN = "flatten the image with examples/prepare-image.ts of the @agentcell/docker repository (it keeps only the fixed Env and no volumes)";
+const FLATTEN = "flatten the image with agentcell prepare-image SOURCE TAG (prepareImage() in @agentcell/docker; it keeps only the fixed Env and no volumes)";
 
 /**
  * Admit an inspected image for a profile.

@@ -27,4 +27,5 @@ export {
 } from "./recover.ts";
 export type { RecoveryLockOwner, RecoveryLocks, RecoveryLockState } from "./lock.ts";
 export type { StoredRecoveryRecord } from "./store.ts";
+export { type ReclaimOutcome, type ReclaimReport, reclaimRecords } from "./reclaim.ts";
 export { LABELS, type SandboxResourceNames, type SandboxResourceRole } from "../names.ts";

@@ -3,8 +3,8 @@
 // ({ name, code, message }) on stdout.
 import process from "node:process";
 import { backendOn, policy } from "./_start_engine.ts";
-import { createFileRecoveryStore, exportToDirectory, importDirectory } from "../../../mod.ts";
 import { forwardRelayed } from "../../../lib/docker/ports/forward.ts";
+import { createFileRecoveryStore, exportToDirectory, importDirectory, openSandbox } from "../../../mod.ts";
 
 const [operation, first, second] = process.argv.slice(2);
 
@@ -22,6 +22,9 @@ async function run(): Promise<unknown> {
     // A forward's listener alone (no sandbox: nothing is connected).
     const forward = await forwardRelayed(() => Promise.reject(new Error("unused")), 80, {}, () => {});
     await forward.close();
+  } else if (operation === "open") {
+    // first: socket path (the spill directory is openSandbox's own, in /tmp)
+    await openSandbox({ endpoint: `unix://${first}`, imageDigest: `sha256:${"a".repeat(64)}` });
   } else {
     throw new Error(`unknown operation ${operation}`);
   }

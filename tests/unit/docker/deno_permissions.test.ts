@@ -93,3 +93,9 @@ test("forwardPort under Deno names --allow-net=<hostname> for its listener, and 
   const granted = await runChild(["--allow-net=127.0.0.1"], ["forward"]);
   assert.equal(granted.name, "none", JSON.stringify(granted));
 });
+
+test("openSandbox under Deno names the --allow flag for its spill directory in /tmp", async () => {
+  const outcome = await runChild([], ["open", "/nonexistent/agentcell.sock"]);
+  assertDenied(outcome, "open sandbox: make its spill directory in /tmp", "write", "/tmp");
+  assert.ok(outcome.message?.endsWith("(or pass options.spillDirectory)"), outcome.message);
+});

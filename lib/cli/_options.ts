@@ -1,0 +1,102 @@
+/**
+ * What the `agentcell` command's subcommands share: the options that name the authority
+ * (endpoint, profile, image, namespace, records directory), their defaults from the
+ * environment (the command reads it; the library never does), the profile that admits the
+ * daemon, and parsing with `node:util` `parseArgs` (a standard parser every runtime ships,
+ * so no hand-written one and no dependency).
+ *
+ * @module
+ */
+import { homedir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { DOCKER_SANDBOX_PROFILES } from "../docker/profiles.ts";
+import type { DockerSandboxProfile } from "../docker/profiles.ts";
+import { unmetDaemonRequirements } from "../docker/admission/daemon.ts";
+import { DockerEngine } from "../engine/client.ts";
+import type { EngineInfo, EngineVersion } from "../engine/system.ts";
+import { SandboxConfigurationError } from "../sandbox/errors.ts";
+
+/** A usage mistake: the command prints it with the subcommand's help and exits 2. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Options every sandbox command takes. */
+export const COMMON_OPTIONS = {
+  endpoint: { type: "string" },
+  profile: { type: "string" },
+  namespace: { type: "string" },
+} as const satisfies ParseArgsConfig["options"];
+
+/** Help lines of {@linkcode COMMON_OPTIONS}. */
+export const COMMON_HELP = [
+  "  --endpoint URL     Docker Engine socket, unix:///… (default $AGENTCELL_ENGINE, else unix:///var/run/docker.sock)",
+  "  --profile NAME     execution profile (default $AGENTCELL_PROFILE, else the first profile that admits the daemon; see doctor)",
+  "  --namespace NAME   namespace of the sandbox's names and labels (default agentcell)",
+  "  -h, --help         this help",
+].join("\n");
+
+/**
+ * Parse `args` with `options`, strictly (unknown options are usage errors).
+ *
+ * @throws {UsageError} for an unknown option or a missing value
+ */
+export function parse<O extends NonNullable<ParseArgsConfig["options"]>>(
+  args: readonly string[],
+  options: O,
+): { values: ReturnType<typeof parseArgs<{ options: O; allowPositionals: true; strict: true }>>["values"]; positionals: string[] } {
+  try {
+    const parsed = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+    return { values: parsed.values, positionals: parsed.positionals };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+/** The endpoint: the option, `$AGENTCELL_ENGINE`, or the Docker default socket. */
+export function endpointOf(values: { endpoint?: string }): string {
+  return values.endpoint ?? process.env.AGENTCELL_ENGINE ?? "unix:///var/run/docker.sock";
+}
+
+/** The image: the option or `$AGENTCELL_IMAGE`. */
+export function imageOf(values: { image?: string }): string {
+  const image = values.image ?? process.env.AGENTCELL_IMAGE;
+  if (image === undefined || image === "") {
+    throw new UsageError("Cannot open a sandbox: pass --image sha256:… (or set AGENTCELL_IMAGE); agentcell prepare-image SOURCE TAG makes one from a local image");
+  }
+  return image;
+}
+
+/** Where `run` and `shell` record their sandbox: `$XDG_STATE_HOME/agentcell/records` (else `~/.local/state/…`). */
+export function defaultRecordsDirectory(): string {
+  const state = process.env.XDG_STATE_HOME;
+  return join(state !== undefined && state.startsWith("/") ? state : join(homedir(), ".local", "state"), "agentcell", "records");
+}
+
+/** Each profile of the table with what it finds unmet on this daemon (empty: it admits it). */
+export function profileVerdicts(version: EngineVersion, info: EngineInfo): { name: DockerSandboxProfile; unmet: string[] }[] {
+  return (Object.keys(DOCKER_SANDBOX_PROFILES) as DockerSandboxProfile[]).map((name) => ({
+    name,
+    unmet: unmetDaemonRequirements(DOCKER_SANDBOX_PROFILES[name], version, info),
+  }));
+}
+
+/**
+ * The profile: the option, `$AGENTCELL_PROFILE`, or the first profile of the table that
+ * admits the daemon at `endpoint`.
+ *
+ * @throws {SandboxConfigurationError} when no profile admits the daemon (the message says run doctor)
+ */
+export async function profileOf(values: { profile?: string }, endpoint: string): Promise<DockerSandboxProfile> {
+  const named = values.profile ?? process.env.AGENTCELL_PROFILE;
+  if (named !== undefined && named !== "") return named as DockerSandboxProfile;
+  const engine = new DockerEngine(endpoint);
+  const [version, info] = await Promise.all([engine.version({ timeoutMs: 10_000 }), engine.info({ timeoutMs: 10_000 })]);
+  const admitting = profileVerdicts(version, info).find((verdict) => verdict.unmet.length === 0);
+  if (admitting === undefined) {
+    throw new SandboxConfigurationError(`Cannot choose a profile: none admits the daemon at ${endpoint}; run agentcell doctor to see what each one finds unmet`);
+  }
+  return admitting.name;
+}

@@ -1,0 +1,74 @@
+/**
+ * {@linkcode prepareImage}: turn a local image into one the sandbox admits, by flattening
+ * it (create a container, export its file system, import that as a new image) with only the
+ * fixed guest environment and no declared volumes, entrypoint or command. Ordinary images
+ * carry extra `Env` (`NODE_VERSION`, …) and volumes, which the backend refuses rather than
+ * strip. Nothing is pulled.
+ *
+ * @module
+ */
+import { createContainer, exportContainer, removeContainer } from "../engine/containers.ts";
+import { DockerEngine } from "../engine/client.ts";
+import { DockerEngineError } from "../engine/errors.ts";
+import { importImage } from "../engine/images.ts";
+import { SandboxConfigurationError } from "../sandbox/errors.ts";
+import { FIXED_GUEST_ENV } from "../sandbox/process.ts";
+import { asSandboxError } from "./_engine_errors.ts";
+
+/**
+ * Flatten the local image `source` into a new image the sandbox admits, tagged `reference`
+ * when given. The export streams straight into the import (no temporary file); the
+ * flattening container is never started and is removed however it ends.
+ *
+ * @param endpoint the Docker Engine, `unix:///absolute/path.sock`
+ * @param source a local image (name, `name:tag` or ID); never pulled
+ * @param reference `repo[:tag]` for the new image
+ * @default {undefined} reference (untagged)
+ * @returns the new image's ID (`sha256:` and 64 hex digits), to pass as `imageDigest`
+ * @throws {SandboxConfigurationError} when `source` is not a local image of this engine
+ *   (the message says how to pull or list images)
+ * @throws {SandboxEngineError} when the Engine fails a step
+ *
+ * @example
+ * ```ts ignore
+ * // ignore: needs a Docker Engine with busybox:latest pulled
+ * import { prepareImage } from "@agentcell/docker";
+ *
+ * const imageDigest = await prepareImage("unix:///var/run/docker.sock", "busybox:latest", "hello/busybox:1");
+ * ```
+ */
+export async function prepareImage(endpoint: string, source: string, reference?: string): Promise<string> {
+  const engine = new DockerEngine(endpoint);
+  const action = `prepare an image from ${source}`;
+  let id: string;
+  try {
+    ({ id } = await createContainer(engine, `agentcell-prepare-${crypto.randomUUID()}`, {
+      Image: source,
+      Entrypoint: ["/bin/true"],
+      Cmd: [],
+      NetworkDisabled: true,
+    }));
+  } catch (error) {
+    if (error instanceof DockerEngineError && error.code === "not_found") {
+      throw new SandboxConfigurationError(
+        `Cannot ${action}: it is not a local image of this engine (${error.engineMessage ?? "not found"}); ` +
+          `pull or load it first (docker -H ${endpoint} pull ${source}), or list local images with docker -H ${endpoint} image ls`,
+        { cause: error },
+      );
+    }
+    throw asSandboxError(error, action);
+  }
+  try {
+    const at = reference?.lastIndexOf(":") ?? -1;
+    const tagged = reference !== undefined && at > 0 && !reference.slice(at + 1).includes("/");
+    return await importImage(engine, await exportContainer(engine, id), {
+      ...(reference === undefined ? {} : { repo: tagged ? reference.slice(0, at) : reference }),
+      ...(tagged ? { tag: reference.slice(at + 1) } : {}),
+      changes: Object.entries(FIXED_GUEST_ENV).map(([name, value]) => `ENV ${name}=${value}`),
+    });
+  } catch (error) {
+    throw asSandboxError(error, action);
+  } finally {
+    await removeContainer(engine, id).catch(() => {});
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * What every tool call of the MCP server goes through: its deadline (`toolTimeoutMs`, and
+ * the client's cancellation), one bounded log line on stderr, and its answer: the tool's
+ * text, or for a failure `isError` with the library's typed message (`[code] Cannot …`).
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/types"
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { SandboxAbortedError, SandboxDeadlineError, SandboxError } from "../sandbox/errors.ts";
+import { raceDeadline } from "../streams/deadline.ts";
+import { MAX_MCP_LOG_LINE } from "./config.ts";
+
+/** Where the server writes one line per event (stderr, bounded). */
+export type McpLog = (line: string) => void;
+
+/** A log that writes each line, cut to {@linkcode MAX_MCP_LOG_LINE} characters, with `write`. */
+export function boundedLog(write: (text: string) => void): McpLog {
+  return (line) => {
+    const flat = line.replaceAll(/[\r\n]+/gu, " ");
+    const cut = flat.length > MAX_MCP_LOG_LINE ? `${flat.slice(0, MAX_MCP_LOG_LINE)}… (${flat.length - MAX_MCP_LOG_LINE} more characters cut)` : flat;
+    write(`agentcell-mcp ${new Date().toISOString()} ${cut}\n`);
+  };
+}
+
+/** What a tool's work receives: the signal that ends it and the epoch ms of its deadline. */
+export interface ToolCall {
+  /** Aborts at the deadline or when the client cancels the request. */
+  readonly signal: AbortSignal;
+  /** The deadline, epoch milliseconds. */
+  readonly deadlineAt: number;
+  /** The tool's deadline in milliseconds (for messages). */
+  readonly timeoutMs: number;
+}
+
+/** The text of an error as the model reads it: `[code] message` for a typed one. */
+export function errorText(error: unknown): string {
+  if (error instanceof SandboxError) return `[${error.code}] ${error.message}`;
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+/**
+ * Wrap a tool's work: it runs with a {@linkcode ToolCall}, is raced against the deadline
+ * (work that ignores the signal still answers at the deadline), and every call is logged
+ * once with its arguments, outcome and duration.
+ *
+ * @param name the tool's name (for the log and messages)
+ * @param timeoutMs the deadline of each call
+ * @param log where the line goes
+ * @param work the tool: resolves with the answer's text
+ */
+export function toolCall<A>(
+  name: string,
+  timeoutMs: number,
+  log: McpLog,
+  work: (args: A, call: ToolCall) => Promise<string>,
+): (args: A, extra: { signal: AbortSignal }) => Promise<CallToolResult> {
+  return async (args, extra) => {
+    const started = Date.now();
+    const deadline = new AbortController();
+    const deadlineError = new SandboxDeadlineError(
+      `Cannot finish ${name}: the tool's deadline of ${timeoutMs} ms passed (toolTimeoutMs in the server's configuration); what it started was ended`,
+    );
+    const timer = setTimeout(() => deadline.abort(deadlineError), timeoutMs);
+    const signal = AbortSignal.any([deadline.signal, extra.signal]);
+    const call: ToolCall = { signal, deadlineAt: started + timeoutMs, timeoutMs };
+    const shown = JSON.stringify(args ?? {});
+    try {
+      const text = await raceDeadline(work(args, call), {
+        signal,
+        onAbort: (reason) =>
+          deadline.signal.aborted ? deadlineError : new SandboxAbortedError(`Cannot finish ${name}: the client cancelled the request`, { cause: reason }),
+      });
+      log(`${name} ${shown} -> ok in ${Date.now() - started} ms (${text.length} characters)`);
+      return { content: [{ type: "text", text }] };
+    } catch (error) {
+      const text = errorText(deadline.signal.aborted ? deadlineError : error);
+      log(`${name} ${shown} -> error in ${Date.now() - started} ms: ${text}`);
+      return { isError: true, content: [{ type: "text", text }] };
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * The `sandbox_run` tool: one command in a sandbox, its exit and its output as text, each
+ * stream cut at `maxOutputBytes` with the cut said plainly; a command that outlives the
+ * tool's deadline is killed just before it and answers what it wrote.
+ *
+ * @module
+ */
+import { z } from "zod";
+// @ts-types="@modelcontextprotocol/sdk/server/mcp"
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { runOutputOf } from "../sandbox/run.ts";
+import type { SandboxExitReceipt } from "../sandbox/process.ts";
+import type { McpServerSettings } from "./config.ts";
+import type { McpSandboxes } from "./_sandboxes.ts";
+import { type McpLog, toolCall } from "./_tool_call.ts";
+
+/** Most arguments of one command (the executable included). */
+const MAX_ARGUMENTS = 1024;
+
+/** Milliseconds a command's own timeout ends before the tool's deadline, so its answer arrives in time. */
+const ANSWER_MARGIN_MS = 1000;
+
+/** `bytes` as text, cut after `limit` bytes, and a header that says what was cut. */
+function section(name: string, bytes: Uint8Array, limit: number): string {
+  if (bytes.byteLength === 0) return `--- ${name}: empty\n`;
+  const shown = bytes.byteLength > limit ? bytes.subarray(0, limit) : bytes;
+  const head = bytes.byteLength > limit
+    ? `--- ${name}: ${bytes.byteLength} bytes, TRUNCATED: the first ${limit} shown (maxOutputBytes of the server's configuration)`
+    : `--- ${name}: ${bytes.byteLength} bytes`;
+  const text = new TextDecoder().decode(shown);
+  return `${head}\n${text}${text.endsWith("\n") ? "" : "\n"}`;
+}
+
+function exitLine(exit: SandboxExitReceipt | undefined, timeoutMs: number, capturedBytes: number): string {
+  if (exit === undefined) return "exit: unknown (the command's end was not observed)";
+  if (exit.kind === "exited") return `exit code ${exit.code}`;
+  if (exit.kind === "unavailable") return "exit: unavailable (the sandbox stopped before the command ended)";
+  const why = exit.reason === "timeout"
+    ? `it ran until its timeout of ${timeoutMs} ms (the tool's deadline, or the timeoutMs asked for)`
+    : exit.reason === "output_limit"
+    ? `its output passed the ${capturedBytes} bytes the server keeps`
+    : exit.reason;
+  return `killed (${exit.reason}, exit code ${exit.code}): ${why}`;
+}
+
+/** Register `sandbox_run`. */
+export function registerRunTool(server: McpServer, settings: McpServerSettings, sandboxes: McpSandboxes, log: McpLog): void {
+  const limit = settings.maxOutputBytes;
+  // Captured together: both streams at their full answer size, and one byte to see the cut.
+  const captured = 2 * limit + 1;
+  server.registerTool("sandbox_run", {
+    title: "Run a command in a sandbox",
+    description: `Run one command in a sandbox and wait for it: its exit code and its stdout and stderr as text (each cut after ${limit} bytes, and the answer says so). ` +
+      `The command is an argument vector, no shell unless you run one: ["/bin/sh", "-c", "ls -l | head"]. It runs as an unprivileged user in /workspace/work. ` +
+      `It is killed when it passes its timeout (at most the tool's deadline of ${settings.toolTimeoutMs} ms).`,
+    inputSchema: {
+      sandboxId: z.string().max(64).describe("The sandbox's ID (from sandbox_create or sandbox_list)"),
+      command: z.array(z.string().max(65_536)).min(1).max(MAX_ARGUMENTS).describe(
+        "The executable (an absolute path in the sandbox, e.g. /bin/sh) and its arguments",
+      ),
+      stdin: z.string().max(settings.maxFileBytes).optional().describe("Text written to the command's stdin, which is then closed"),
+      timeoutMs: z.number().int().min(1).max(settings.toolTimeoutMs).optional().describe(
+        `Kill the command after this many milliseconds (default and at most ${settings.toolTimeoutMs}, the tool's deadline)`,
+      ),
+    },
+    annotations: { destructiveHint: true, openWorldHint: false },
+  }, toolCall("sandbox_run", settings.toolTimeoutMs, log, async (args, call) => {
+    const sandbox = sandboxes.get(args.sandboxId);
+    const left = call.deadlineAt - Date.now() - Math.min(ANSWER_MARGIN_MS, Math.floor(call.timeoutMs / 10));
+    const timeoutMs = Math.max(1, Math.min(args.timeoutMs ?? left, left));
+    const [executable, ...rest] = args.command;
+    let stdout: Uint8Array, stderr: Uint8Array, exit: SandboxExitReceipt | undefined;
+    try {
+      ({ stdout, stderr, exit } = await sandbox.run(executable, rest, {
+        ...(args.stdin === undefined ? {} : { stdin: args.stdin }),
+        timeoutMs,
+        maxOutputBytes: captured,
+        signal: call.signal,
+      }));
+    } catch (error) {
+      const output = runOutputOf(error);
+      // A command that never started, or a sandbox that failed: the typed error answers.
+      if (output === undefined || output.exit === undefined) throw error;
+      ({ stdout, stderr, exit } = output);
+    }
+    return `${exitLine(exit, timeoutMs, captured)}\n${section("stdout", stdout, limit)}${section("stderr", stderr, limit)}`;
+  }));
+}

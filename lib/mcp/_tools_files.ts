@@ -1,0 +1,146 @@
+/**
+ * The file tools of the MCP server: `sandbox_read_file`, `sandbox_write_file` and
+ * `sandbox_list_directory` work inside the guest as the sandbox user, on workspace-relative
+ * paths (the library refuses anything else: absolute paths, `..`); `sandbox_export` stops
+ * compute and writes a subtree into a new directory under the operator's export root.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { z } from "zod";
+// @ts-types="@modelcontextprotocol/sdk/server/mcp"
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { exportToDirectory } from "../docker/files/export_to_directory.ts";
+import { SandboxConfigurationError, SandboxQuotaError } from "../sandbox/errors.ts";
+import { parseSandboxRelativePath } from "../sandbox/paths.ts";
+import { MAX_MCP_LIST_ENTRIES, type McpServerSettings } from "./config.ts";
+import type { McpSandboxes } from "./_sandboxes.ts";
+import { type McpLog, toolCall } from "./_tool_call.ts";
+
+const sandboxId = z.string().max(64).describe("The sandbox's ID (from sandbox_create or sandbox_list)");
+const guestPath = z.string().max(4096).describe(
+  "A path relative to /workspace, e.g. work/notes.txt (work/ is where commands run); no leading /, no '..'",
+);
+
+/**
+ * Lists one guest directory, one entry a line: type (d, f, l or o), size in bytes (files),
+ * name. `$1` is the workspace-relative path, `$2` the most entries to print.
+ */
+const LIST_SCRIPT = [
+  'cd /workspace && cd -- "./$1" || exit 3',
+  "n=0",
+  "for f in * .*; do",
+  '  case "$f" in .|..) continue ;; esac',
+  '  if [ -L "$f" ]; then t=l; elif [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; elif [ -e "$f" ]; then t=o; else continue; fi',
+  '  n=$((n + 1)); if [ "$n" -gt "$2" ]; then echo more; exit 0; fi',
+  '  s=; if [ "$t" = f ]; then s=$(wc -c < "$f" 2>/dev/null | tr -d " "); fi',
+  '  printf "%s\\t%s\\t%s\\n" "$t" "$s" "$f"',
+  "done",
+].join("\n");
+
+const TYPES: Readonly<Record<string, string>> = { d: "directory", f: "file", l: "symlink", o: "other" };
+
+/** Register the four file tools. */
+export function registerFileTools(server: McpServer, settings: McpServerSettings, sandboxes: McpSandboxes, log: McpLog): void {
+  const timeoutMs = settings.toolTimeoutMs;
+  const maxFileBytes = settings.maxFileBytes;
+  const encoding = z.enum(["utf8", "base64"]).optional().describe("How content is given: utf8 text (default) or base64 bytes");
+
+  server.registerTool("sandbox_read_file", {
+    title: "Read a file of a sandbox",
+    description: `Read one file of a running sandbox (at most ${maxFileBytes} bytes; larger files are refused).`,
+    inputSchema: { sandboxId, path: guestPath, encoding },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  }, toolCall("sandbox_read_file", timeoutMs, log, async (args, call) => {
+    const bytes = await sandboxes.get(args.sandboxId).readFile(args.path, { maxBytes: maxFileBytes, signal: call.signal, deadlineAt: call.deadlineAt });
+    if (args.encoding === "base64") return btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join(""));
+    return new TextDecoder().decode(bytes);
+  }));
+
+  server.registerTool("sandbox_write_file", {
+    title: "Write a file into a sandbox",
+    description: `Write one file into a running sandbox (created or replaced atomically, at most ${maxFileBytes} bytes; parent directories are made).`,
+    inputSchema: {
+      sandboxId,
+      path: guestPath,
+      content: z.string().max(2 * maxFileBytes).describe("The file's content"),
+      encoding,
+    },
+    annotations: { destructiveHint: true, openWorldHint: false },
+  }, toolCall("sandbox_write_file", timeoutMs, log, async (args, call) => {
+    const data = args.encoding === "base64" ? Uint8Array.from(atob(args.content), (char) => char.charCodeAt(0)) : new TextEncoder().encode(args.content);
+    if (data.byteLength > maxFileBytes) {
+      throw new SandboxQuotaError(
+        `Cannot write file: content is ${data.byteLength} bytes, above the ${maxFileBytes} bytes this server moves in one call (maxFileBytes in its configuration)`,
+      );
+    }
+    const receipt = await sandboxes.get(args.sandboxId).writeFile(args.path, data, { signal: call.signal, deadlineAt: call.deadlineAt });
+    return `wrote ${receipt.bytes} bytes to /workspace/${args.path}`;
+  }));
+
+  server.registerTool("sandbox_list_directory", {
+    title: "List a directory of a sandbox",
+    description: `List one directory of a running sandbox: type, size and name of each entry (at most ${MAX_MCP_LIST_ENTRIES}).`,
+    inputSchema: { sandboxId, path: guestPath.default("work") },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  }, toolCall("sandbox_list_directory", timeoutMs, log, async (args, call) => {
+    const path = parseSandboxRelativePath(args.path, "path");
+    const sandbox = sandboxes.get(args.sandboxId);
+    const result = await sandbox.run("/bin/sh", ["-c", LIST_SCRIPT, "sh", path, String(MAX_MCP_LIST_ENTRIES)], {
+      maxOutputBytes: MAX_MCP_LIST_ENTRIES * 4400,
+      signal: call.signal,
+      timeoutMs: Math.max(1, call.deadlineAt - Date.now()),
+    });
+    if (result.exit.code === 3) {
+      throw new SandboxConfigurationError(`Cannot list directory: /workspace/${path} is not a directory of the sandbox (or it cannot be entered)`);
+    }
+    if (result.exit.code !== 0) throw new SandboxConfigurationError(`Cannot list directory: the guest's listing failed (exit code ${result.exit.code}): ${result.stderrText.trim()}`);
+    const lines = result.stdoutText.split("\n").filter(Boolean);
+    const more = lines.at(-1) === "more";
+    const rows = (more ? lines.slice(0, -1) : lines).map((line) => {
+      const [type, size, ...name] = line.split("\t");
+      return `${(TYPES[type] ?? type).padEnd(9)} ${size === "" ? "-".padStart(12) : size.padStart(12)} ${name.join("\t")}`;
+    });
+    const head = `/workspace/${path}: ${rows.length} entr${rows.length === 1 ? "y" : "ies"}${more ? `, TRUNCATED: only the first ${MAX_MCP_LIST_ENTRIES} shown` : ""}`;
+    return [head, ...rows].join("\n");
+  }));
+
+  server.registerTool("sandbox_export", {
+    title: "Export files of a sandbox to the host",
+    description: settings.exportRoot === undefined
+      ? "Export a subtree of a sandbox to the host: not available, the operator configured no export root."
+      : "Export a subtree of a sandbox into a new directory on the host, under the operator's export root. This STOPS the sandbox's compute first " +
+        `(no more commands; its files stay until sandbox_destroy). Regular files and directories only, at most ${settings.maxExportBytes} bytes.`,
+    inputSchema: {
+      sandboxId,
+      path: guestPath.default("work").describe("The subtree to export, relative to /workspace (default work)"),
+      target: z.string().max(255 * 16).describe("Name of a new directory under the export root, e.g. results/run-1 (relative; its parent must exist)"),
+    },
+    annotations: { destructiveHint: true, openWorldHint: false },
+  }, toolCall("sandbox_export", timeoutMs, log, async (args, call) => {
+    const root = settings.exportRoot;
+    if (root === undefined) {
+      throw new SandboxConfigurationError("Cannot export files: this server has no export root (exportRoot in its configuration), so nothing may be written to the host");
+    }
+    const path = parseSandboxRelativePath(args.path, "path");
+    let target: string;
+    try {
+      target = parseSandboxRelativePath(args.target, "target");
+    } catch (error) {
+      throw new SandboxConfigurationError(
+        `Cannot export files: target must name a new directory inside the export root ${root} (${(error as Error).message.replace(/^Cannot parse sandbox path: /u, "")})`,
+        { cause: error },
+      );
+    }
+    const sandbox = sandboxes.get(args.sandboxId);
+    await sandbox.stop();
+    const host = join(root, target);
+    const entries = await sandbox.exportTree({ kind: "subtree", path }, {
+      signal: call.signal,
+      deadlineAt: call.deadlineAt,
+      quota: { bytes: settings.maxExportBytes },
+    });
+    const written = await exportToDirectory(entries, host, { base: path });
+    return `exported /workspace/${path} to ${host}: ${written.files} entries, ${written.bytes} bytes; the sandbox's compute is stopped (destroy it with sandbox_destroy)`;
+  }));
+}

@@ -1,0 +1,163 @@
+// The MCP server (`@agentcell/docker/mcp`), started with this lane's runtime and driven by
+// the SDK's own Client over stdio: the tools and their schemas, a sandbox's whole life,
+// refusals past the operator's authority, a deadline, and reclaiming after a SIGKILL.
+import assert from "node:assert/strict";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import process from "node:process";
+import { parseMcpServerConfig } from "../../lib/mcp/config.ts";
+import { McpSandboxes } from "../../lib/mcp/_sandboxes.ts";
+import { connect, type McpConnection, type McpWorld, sandboxIdOf, withMcpWorld } from "./_mcp.ts";
+import { assertNamespaceEmpty, resourcesOf } from "./_namespace.ts";
+import { engineTest, eventually } from "./_engine.ts";
+
+/** Run `fn` with a connected server of `world`; close it, then reclaim whatever is left. */
+async function withServer(world: McpWorld, fn: (connection: McpConnection) => Promise<void>): Promise<void> {
+  const connection = await connect(world);
+  try {
+    await fn(connection);
+  } finally {
+    await connection.client.close();
+    // Whatever a failed test left: the records name it.
+    await new McpSandboxes(parseMcpServerConfig(world.config)).reclaim();
+  }
+}
+
+const TOOLS = [
+  "sandbox_create",
+  "sandbox_destroy",
+  "sandbox_export",
+  "sandbox_list",
+  "sandbox_list_directory",
+  "sandbox_read_file",
+  "sandbox_run",
+  "sandbox_write_file",
+];
+
+engineTest("MCP server lists its tools with their input schemas, the ceiling as maxima", async () => {
+  await withMcpWorld({}, async (world) => {
+    await withServer(world, async ({ client }) => {
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((tool) => tool.name).sort(), TOOLS);
+      const schema = (name: string) => tools.find((tool) => tool.name === name)!.inputSchema as { properties: Record<string, Record<string, unknown>>; required?: string[] };
+      assert.equal(schema("sandbox_create").properties.memoryBytes.maximum, 128 * 1024 * 1024);
+      assert.equal(schema("sandbox_create").properties.pids.maximum, 64);
+      assert.deepEqual(schema("sandbox_run").required?.sort(), ["command", "sandboxId"]);
+      assert.equal(schema("sandbox_run").properties.command.type, "array");
+      assert.deepEqual(schema("sandbox_write_file").required?.sort(), ["content", "path", "sandboxId"]);
+      assert.deepEqual(schema("sandbox_export").required?.sort(), ["sandboxId", "target"]);
+    });
+  });
+});
+
+engineTest("MCP server: create, run echo hi, write and read a file, list, export under the export root, destroy", async (engine) => {
+  await withMcpWorld({}, async (world) => {
+    await withServer(world, async ({ call, stderr }) => {
+      const created = await call("sandbox_create", { memoryBytes: 64 * 1024 * 1024 });
+      assert.equal(created.isError, false, created.text);
+      const sandboxId = sandboxIdOf(created.text);
+      assert.deepEqual((await readdir(world.records)).sort(), [`${sandboxId}.json`, `${sandboxId}.lock`].sort(), "recorded in the records directory");
+
+      const ran = await call("sandbox_run", { sandboxId, command: ["/bin/echo", "hi"] });
+      assert.equal(ran.text, "exit code 0\n--- stdout: 3 bytes\nhi\n--- stderr: empty\n");
+
+      const wrote = await call("sandbox_write_file", { sandboxId, path: "work/out/note.txt", content: "hello from the model\n" });
+      assert.equal(wrote.text, "wrote 21 bytes to /workspace/work/out/note.txt");
+      assert.deepEqual(await call("sandbox_read_file", { sandboxId, path: "work/out/note.txt" }), { text: "hello from the model\n", isError: false });
+      const listed = await call("sandbox_list_directory", { sandboxId, path: "work/out" });
+      assert.match(listed.text, /^\/workspace\/work\/out: 1 entry\nfile +21 note\.txt$/u);
+
+      const listing = await call("sandbox_list");
+      assert.match(listing.text, new RegExp(`^1 of at most 1 sandboxes\\n${sandboxId} running `, "u"));
+
+      const exported = await call("sandbox_export", { sandboxId, path: "work/out", target: "result" });
+      assert.equal(exported.isError, false, exported.text);
+      assert.equal(await readFile(join(world.exportRoot, "result", "note.txt"), "utf8"), "hello from the model\n");
+
+      assert.deepEqual(await call("sandbox_destroy", { sandboxId }), { text: `sandbox ${sandboxId} is destroyed`, isError: false });
+      await assertNamespaceEmpty(engine, world.namespace);
+      assert.deepEqual(await readdir(world.records), [], "the record goes with the sandbox");
+      assert.match(stderr(), /sandbox_run \{"sandboxId":"[0-9a-f]{32}","command":\["\/bin\/echo","hi"\]\} -> ok in \d+ ms/u, "every call is logged");
+    });
+  });
+}, { timeout: 180_000 });
+
+engineTest("MCP server refuses calls past the ceiling, the sandbox count, the workspace and the export root, each with a clear message", async (engine) => {
+  await withMcpWorld({}, async (world) => {
+    await withServer(world, async ({ call }) => {
+      const big = await call("sandbox_create", { memoryBytes: 1024 * 1024 * 1024 });
+      assert.equal(big.isError, true);
+      assert.match(big.text, /must be at most 134217728 bytes, the operator's ceiling \(ceiling\.memoryBytes in the server's configuration\): ask for less at memoryBytes/u);
+      assert.deepEqual(await resourcesOf(engine, world.namespace), [], "nothing was created");
+
+      const sandboxId = sandboxIdOf((await call("sandbox_create")).text);
+      assert.deepEqual(await call("sandbox_create"), {
+        isError: true,
+        text: "[quota] Cannot create sandbox: 1 sandbox runs already, the most this server allows (maxSandboxes in its configuration): destroy one first with sandbox_destroy",
+      });
+      assert.deepEqual(await call("sandbox_read_file", { sandboxId, path: "/etc/passwd" }), {
+        isError: true,
+        text: "[configuration] Cannot read file: path must be relative (not start with /)",
+      });
+      const up = await call("sandbox_write_file", { sandboxId, path: "../escape.txt", content: "x" });
+      assert.equal(up.isError, true);
+      assert.match(up.text, /^\[configuration\] Cannot write file: path must not contain a '\.\.' segment/u);
+      const outside = await call("sandbox_export", { sandboxId, path: "work", target: "../../escaped" });
+      assert.equal(outside.isError, true);
+      assert.equal(
+        outside.text,
+        `[configuration] Cannot export files: target must name a new directory inside the export root ${world.exportRoot} (target must not contain a '..' segment)`,
+      );
+      assert.deepEqual(await call("sandbox_run", { sandboxId: "0".repeat(32), command: ["/bin/true"] }), {
+        isError: true,
+        text: '[configuration] Cannot find sandbox "00000000000000000000000000000000": no sandbox of this server has that ID (it was destroyed, or never created); list them with sandbox_list',
+      });
+      await call("sandbox_destroy", { sandboxId });
+    });
+  });
+}, { timeout: 180_000 });
+
+engineTest("MCP server ends a command that would run forever at the tool's deadline, with what it wrote", async () => {
+  await withMcpWorld({ toolTimeoutMs: 8_000 }, async (world) => {
+    await withServer(world, async ({ call }) => {
+      const sandboxId = sandboxIdOf((await call("sandbox_create")).text);
+      const ran = await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", "echo started; exec sleep 1000000"] });
+      assert.equal(ran.isError, false, ran.text);
+      assert.match(ran.text, /^killed \(timeout, exit code \d+\): it ran until its timeout of \d+ ms \(the tool's deadline, or the timeoutMs asked for\)\n--- stdout: 8 bytes\nstarted\n/u);
+      // The sandbox still works after the deadline.
+      assert.equal((await call("sandbox_run", { sandboxId, command: ["/bin/echo", "after"] })).text, "exit code 0\n--- stdout: 6 bytes\nafter\n--- stderr: empty\n");
+      await call("sandbox_destroy", { sandboxId });
+    });
+  });
+}, { timeout: 180_000 });
+
+engineTest("MCP server SIGKILLed with a sandbox running: its next start reclaims it from the records", async (engine) => {
+  await withMcpWorld({}, async (world) => {
+    const first = await connect(world);
+    let sandboxId: string;
+    try {
+      sandboxId = sandboxIdOf((await first.call("sandbox_create")).text);
+      assert.notDeepEqual(await resourcesOf(engine, world.namespace), []);
+    } finally {
+      const pid = first.transport.pid!;
+      process.kill(pid, "SIGKILL");
+      await eventually("the server to be gone", () => {
+        try {
+          process.kill(pid, 0);
+          return undefined;
+        } catch {
+          return true;
+        }
+      });
+      await first.client.close();
+    }
+    assert.deepEqual((await readdir(world.records)).filter((name) => name.endsWith(".json")), [`${sandboxId}.json`], "the record outlives the server");
+    assert.notDeepEqual(await resourcesOf(engine, world.namespace), [], "and so does the sandbox");
+    await withServer(world, async ({ stderr, call }) => {
+      assert.match(stderr(), /start: .*records: 1 reclaimed, 0 pending, 0 refused/u);
+      assert.equal((await call("sandbox_list")).text, "0 of at most 1 sandboxes");
+    });
+    await assertNamespaceEmpty(engine, world.namespace);
+    assert.deepEqual(await readdir(world.records), []);
+  });
+}, { timeout: 180_000 });

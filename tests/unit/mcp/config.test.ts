@@ -1,0 +1,82 @@
+import assert from "node:assert/strict";
+import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import {
+  DEFAULT_MCP_MAX_SANDBOXES,
+  DEFAULT_MCP_TOOL_TIMEOUT_MS,
+  loadMcpServerConfig,
+  MAX_MCP_FILE_BYTES,
+  MAX_MCP_OUTPUT_BYTES,
+  MAX_MCP_SANDBOXES,
+  MAX_MCP_TOOL_TIMEOUT_MS,
+  parseMcpServerConfig,
+} from "../../../lib/mcp/config.ts";
+import { SandboxConfigurationError } from "../../../lib/sandbox/errors.ts";
+
+const valid = {
+  endpoint: "unix:///var/run/docker.sock",
+  imageDigest: `sha256:${"a".repeat(64)}`,
+  recordsDirectory: "/var/lib/agentcell-mcp/records",
+};
+
+function rejects(input: unknown, message: string): void {
+  assert.throws(() => parseMcpServerConfig(input), (error) => {
+    assert.ok(error instanceof SandboxConfigurationError, String(error));
+    assert.equal(error.code, "configuration");
+    assert.equal(error.message, message);
+    return true;
+  });
+}
+
+test("parseMcpServerConfig fills in the defaults", () => {
+  const settings = parseMcpServerConfig(valid);
+  assert.equal(settings.namespace, "agentcell-mcp");
+  assert.deepEqual(settings.user, { uid: 65534, gid: 65534 });
+  assert.deepEqual(settings.ceiling, { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 });
+  assert.equal(settings.network, "isolated");
+  assert.equal(settings.maxSandboxes, DEFAULT_MCP_MAX_SANDBOXES);
+  assert.equal(settings.toolTimeoutMs, DEFAULT_MCP_TOOL_TIMEOUT_MS);
+  assert.equal(settings.exportRoot, undefined);
+  assert.ok(Object.isFrozen(settings));
+});
+
+test("parseMcpServerConfig requires the records directory, absolute and canonical", () => {
+  rejects({ ...valid, recordsDirectory: undefined }, "Cannot configure the MCP server: mcp.recordsDirectory is required");
+  rejects({ ...valid, recordsDirectory: "records" }, "Cannot configure the MCP server: mcp.recordsDirectory must be an absolute path (the records directory)");
+  rejects({ ...valid, exportRoot: "/srv/out/" }, "Cannot configure the MCP server: mcp.exportRoot must not end with '/' (the export root)");
+  rejects({ ...valid, spillDirectory: "/srv/../spill" }, "Cannot configure the MCP server: mcp.spillDirectory must be canonical (no empty, '.' or '..' segments) (the spill directory)");
+});
+
+test("parseMcpServerConfig refuses each bound pushed past, naming the field", () => {
+  rejects({ ...valid, maxSandboxes: 0 }, `Cannot configure the MCP server: mcp.maxSandboxes must be an integer from 1 to ${MAX_MCP_SANDBOXES}`);
+  rejects({ ...valid, maxSandboxes: MAX_MCP_SANDBOXES + 1 }, `Cannot configure the MCP server: mcp.maxSandboxes must be an integer from 1 to ${MAX_MCP_SANDBOXES}`);
+  rejects({ ...valid, toolTimeoutMs: MAX_MCP_TOOL_TIMEOUT_MS + 1 }, `Cannot configure the MCP server: mcp.toolTimeoutMs must be an integer from 1 to ${MAX_MCP_TOOL_TIMEOUT_MS} ms`);
+  rejects({ ...valid, maxOutputBytes: MAX_MCP_OUTPUT_BYTES + 1 }, `Cannot configure the MCP server: mcp.maxOutputBytes must be an integer from 1 to ${MAX_MCP_OUTPUT_BYTES} bytes`);
+  rejects({ ...valid, maxFileBytes: MAX_MCP_FILE_BYTES + 1 }, `Cannot configure the MCP server: mcp.maxFileBytes must be an integer from 1 to ${MAX_MCP_FILE_BYTES} bytes`);
+  rejects({ ...valid, maxExportBytes: -1 }, `Cannot configure the MCP server: mcp.maxExportBytes must be an integer from 0 to ${Number.MAX_SAFE_INTEGER} bytes`);
+  rejects({ ...valid, models: "all" }, "Cannot configure the MCP server: mcp.models is not a known field");
+});
+
+test("loadMcpServerConfig names the file it cannot read or parse", async () => {
+  const directory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-mcp-config-")));
+  try {
+    const file = join(directory, "mcp.json");
+    await assert.rejects(loadMcpServerConfig(file), (error) => {
+      assert.ok(error instanceof SandboxConfigurationError);
+      assert.match(error.message, new RegExp(`^Cannot read the MCP server configuration ${file}: .*ENOENT`, "u"));
+      return true;
+    });
+    await writeFile(file, "{ not json");
+    await assert.rejects(loadMcpServerConfig(file), (error) => {
+      assert.ok(error instanceof SandboxConfigurationError);
+      assert.match(error.message, new RegExp(`^Cannot read the MCP server configuration ${file}: it is not JSON \\(`, "u"));
+      return true;
+    });
+    await writeFile(file, JSON.stringify(valid));
+    assert.equal((await loadMcpServerConfig(file)).recordsDirectory, valid.recordsDirectory);
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
+});
