@@ -39,7 +39,7 @@ import { demultiplex } from "../../engine/frames/demultiplex.ts";
 import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
 import { type GuestKillOutcome, killProcessGroup } from "./_guest_kill.ts";
 import type { ProcessKind } from "./registry.ts";
-import { WORK_PATH } from "../guest_paths.ts";
+import { confineWorkingDirectory } from "../guest_paths.ts";
 import { asOutputError, asSandboxError, rephrased } from "../_engine_errors.ts";
 import { setLongTimeout } from "../../internal/long_timer.ts";
 
@@ -198,7 +198,7 @@ export class DockerProcessReservation implements SandboxProcessReservation {
     return startGuestProcess(this.#host, {
       argv: [request.executable, ...request.args],
       env: request.env,
-      workingDir: WORK_PATH,
+      workingDir: confineWorkingDirectory(request.cwd, "start process", "request.cwd"),
       maxBufferedOutputBytes: request.maxBufferedOutputBytes,
       timeoutMs: request.timeoutMs,
       killDescendantsOnExit: request.killDescendantsOnExit,
