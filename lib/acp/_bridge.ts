@@ -12,13 +12,20 @@
 import * as acp from "@agentclientprotocol/sdk";
 import type { ActiveSession, ContentBlock, InitializeResponse, RequestPermissionResponse, StopReason } from "@agentclientprotocol/sdk";
 import { z } from "zod";
-import { SandboxAbortedError, SandboxDeadlineError, SandboxError, SandboxStateError, SandboxStoppedError } from "../sandbox/errors.ts";
+import {
+  SandboxAbortedError,
+  SandboxConfigurationError,
+  SandboxDeadlineError,
+  SandboxError,
+  SandboxStateError,
+  SandboxStoppedError,
+} from "../sandbox/errors.ts";
 import type { Sandbox } from "../sandbox/backend.ts";
 import type { SandboxProcess } from "../sandbox/process.ts";
 import { raceDeadline } from "../streams/deadline.ts";
 import { type AcpReleaseReceipt, AgentProcess } from "./_agent_process.ts";
 import { UpdateStream } from "./_update_stream.ts";
-import { AcpAgentError, AcpAgentExitedError } from "./errors.ts";
+import { AcpAgentError, AcpAgentExitedError, markAcpInitialize } from "./errors.ts";
 import type { NormalizedAcpSessionOptions } from "./options.ts";
 import { AcpPermissionRequest } from "./permission.ts";
 import type { AcpTurn } from "./turn.ts";
@@ -123,6 +130,7 @@ export class Bridge {
   async open(): Promise<Opened> {
     const options = this.#options;
     let step = "initialize";
+    let answered: InitializeResponse | undefined;
     const handshake = (async (): Promise<Opened> => {
       const initialize = await this.connection.agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
@@ -140,6 +148,12 @@ export class Bridge {
         throw new AcpAgentError(
           `Cannot open ACP session: the agent answered protocolVersion ${version.data.protocolVersion}; this bridge speaks ACP protocol version ${acp.PROTOCOL_VERSION}`,
         );
+      }
+      answered = initialize;
+      if (options.authenticate) {
+        step = "authenticate";
+        const methodId = await chooseAuthMethod(options.authenticate, initialize);
+        if (methodId !== undefined) await this.connection.agent.request(acp.methods.agent.authenticate, { methodId });
       }
       step = "session/new";
       const active = await this.connection.agent.buildSession({ cwd: options.cwd, mcpServers: [...options.mcpServers] }).start();
@@ -163,6 +177,7 @@ export class Bridge {
       return opened;
     } catch (error) {
       const failure = await this.#failureOf(error, `open ACP session: the agent answered ${step}`);
+      if (answered !== undefined) markAcpInitialize(failure, answered);
       await this.close(failure).catch(() => {
         // compute could not be stopped; the caller's sandbox.destroy() stops it as well
       });
@@ -322,6 +337,35 @@ export class Bridge {
     if (error instanceof SandboxError) return error;
     return new AcpAgentError(`Cannot ${action}: ${String(error)}`, { cause: error });
   }
+}
+
+/**
+ * The method `authenticate` picks from the agent's `initialize` answer, checked to be one it
+ * offered for `authenticate` (not a terminal method).
+ *
+ * @throws {SandboxAbortedError} when the callback throws
+ * @throws {SandboxConfigurationError} when it returns anything but an offered id or `undefined`
+ */
+async function chooseAuthMethod(
+  authenticate: NonNullable<NormalizedAcpSessionOptions["authenticate"]>,
+  initialize: InitializeResponse,
+): Promise<string | undefined> {
+  let chosen: unknown;
+  try {
+    chosen = await authenticate(initialize);
+  } catch (error) {
+    throw new SandboxAbortedError("Cannot open ACP session: options.authenticate threw; no authenticate was sent", { cause: error });
+  }
+  if (chosen === undefined) return undefined;
+  const offered = (initialize.authMethods ?? []).filter((method) => (method as { type?: unknown }).type !== "terminal").map((method) => method.id);
+  if (typeof chosen !== "string" || !offered.includes(chosen)) {
+    throw new SandboxConfigurationError(
+      `Cannot open ACP session: options.authenticate chose ${JSON.stringify(chosen)}, which the agent does not offer for authenticate ` +
+        `(its initialize answer offers ${offered.length === 0 ? "none" : offered.map((id) => JSON.stringify(id)).join(", ")}); ` +
+        "return one of initialize.authMethods[].id, or undefined to send no authenticate",
+    );
+  }
+  return chosen;
 }
 
 function agentError(error: acp.RequestError, action: string): AcpAgentError {

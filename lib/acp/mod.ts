@@ -55,5 +55,12 @@ export {
   type NormalizedAcpSessionOptions,
   normalizeAcpSessionOptions,
 } from "./options.ts";
-export { AcpAgentError, type AcpAgentErrorOptions, AcpAgentExitedError, type AcpAgentExitedErrorOptions, type AcpErrorCode } from "./errors.ts";
+export {
+  AcpAgentError,
+  type AcpAgentErrorOptions,
+  AcpAgentExitedError,
+  type AcpAgentExitedErrorOptions,
+  type AcpErrorCode,
+  acpInitializeOf,
+} from "./errors.ts";
 export type * from "./protocol.ts";

@@ -6,9 +6,11 @@
  * @module
  */
 import type {
+  AuthMethodId,
   CreateTerminalRequest,
   CreateTerminalResponse,
   Implementation,
+  InitializeResponse,
   KillTerminalRequest,
   KillTerminalResponse,
   McpServer,
@@ -172,6 +174,22 @@ export interface AcpSessionOptions {
    */
   readonly terminal?: AcpTerminalHandlers;
   /**
+   * Picks the authentication method before the session opens (ACP v1 "Initialization" §
+   * Authentication): called with the agent's `initialize` answer once it arrived; return one
+   * of its `authMethods[].id` and the bridge sends `authenticate { methodId }` before
+   * `session/new`, or `undefined` to send none. The method's credential is whatever the agent
+   * reads for it (an environment variable of the agent's request, a file imported into the
+   * sandbox): `authenticate` only names the method. An id the agent did not offer (or one of
+   * type `"terminal"`, which ACP forbids passing to `authenticate`) rejects opening with
+   * `SandboxConfigurationError`; a callback that throws rejects it with `SandboxAbortedError`
+   * (its `cause` the thrown error); an agent that refuses `authenticate` rejects it with
+   * `AcpAgentError` (`rpcCode`). Every such error carries the `initialize` answer
+   * (`acpInitializeOf(error)`).
+   *
+   * @default {undefined} no `authenticate`: `session/new` follows `initialize`
+   */
+  readonly authenticate?: (agent: InitializeResponse) => MaybePromise<AuthMethodId | undefined>;
+  /**
    * Called for each `session/request_permission`; answer with `request.select(optionId)` or
    * `request.deny()`, now or later. A callback that throws (or rejects) before answering
    * denies the request, cancels the turn, and makes the turn's `stopReason` reject with a
@@ -181,8 +199,8 @@ export interface AcpSessionOptions {
    */
   readonly onPermissionRequest?: (request: AcpPermissionRequest) => MaybePromise<void>;
   /**
-   * Deadline for opening, in milliseconds from the process start: `initialize` and
-   * `session/new` must both be answered within it. Integer from 1 to 2^31 − 1.
+   * Deadline for opening, in milliseconds from the process start: `initialize`,
+   * `authenticate` (when chosen) and `session/new` must all be answered within it. Integer from 1 to 2^31 − 1.
    *
    * @default {60000}
    */
@@ -238,6 +256,8 @@ export interface NormalizedAcpSessionOptions {
   readonly fileSystem: AcpFileSystemHandlers | undefined;
   /** See {@linkcode AcpSessionOptions.terminal}. */
   readonly terminal: AcpTerminalHandlers | undefined;
+  /** See {@linkcode AcpSessionOptions.authenticate}. */
+  readonly authenticate: ((agent: InitializeResponse) => MaybePromise<AuthMethodId | undefined>) | undefined;
   /** See {@linkcode AcpSessionOptions.onPermissionRequest}. */
   readonly onPermissionRequest: ((request: AcpPermissionRequest) => MaybePromise<void>) | undefined;
   /** See {@linkcode AcpSessionOptions.openTimeoutMs}. */
@@ -287,6 +307,7 @@ const optionsSchema = z.strictObject({
   mcpServers: z.array(mcpServer, { error: expect("must be an array of MCP servers") }).optional(),
   fileSystem: z.strictObject({ readTextFile: handler.optional(), writeTextFile: handler.optional() }).optional(),
   terminal: z.strictObject({ create: handler, output: handler, waitForExit: handler, kill: handler, release: handler }).optional(),
+  authenticate: handler.optional(),
   onPermissionRequest: handler.optional(),
   openTimeoutMs: timeout().optional(),
   exitTimeoutMs: timeout().optional(),
@@ -323,6 +344,7 @@ export function normalizeAcpSessionOptions(options: AcpSessionOptions): Normaliz
     mcpServers: Object.freeze([...(options.mcpServers ?? [])]),
     fileSystem: options.fileSystem,
     terminal: options.terminal,
+    authenticate: options.authenticate,
     onPermissionRequest: options.onPermissionRequest,
     openTimeoutMs: options.openTimeoutMs ?? DEFAULT_ACP_OPEN_TIMEOUT_MS,
     exitTimeoutMs: options.exitTimeoutMs ?? DEFAULT_ACP_EXIT_TIMEOUT_MS,

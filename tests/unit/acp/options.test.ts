@@ -26,6 +26,7 @@ test("normalizeAcpSessionOptions fills every default: nothing granted", () => {
     mcpServers: [],
     fileSystem: undefined,
     terminal: undefined,
+    authenticate: undefined,
     onPermissionRequest: undefined,
     openTimeoutMs: 60_000,
     exitTimeoutMs: 5_000,
@@ -79,6 +80,7 @@ const rejected: [unknown, string][] = [
   [{ fileSystem: { exec: () => 1 } }, "options.fileSystem.exec is not a known field"],
   [{ terminal: { create: () => 1 } }, "options.terminal.output is required"],
   [{ onPermissionRequest: "deny" }, "options.onPermissionRequest must be a function"],
+  [{ authenticate: "fixture-key" }, "options.authenticate must be a function"],
   [{ signal: {} }, "options.signal must be an AbortSignal"],
   [{ clientInfo: { name: "x" } }, "options.clientInfo.version is required"],
 ];
