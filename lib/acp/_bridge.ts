@@ -91,6 +91,10 @@ export class Bridge {
   #sink: UpdateStream;
   #turn: Turn | undefined;
   #closing = false;
+  /** The close handshake (`session/close`, then the end of the connection), once `close()` began. */
+  #handshake: Promise<void> | undefined;
+  /** The agent's `initialize` answer, once the session opened. */
+  #agent: InitializeResponse | undefined;
   /** The failure of a connection that ended without `close()`; compute is released by then. */
   #lost: Promise<SandboxError> | undefined;
 
@@ -173,6 +177,7 @@ export class Bridge {
         onAbort: (reason) => new SandboxAbortedError("Cannot open ACP session: options.signal aborted", { cause: reason }),
       });
       this.#active = opened.active;
+      this.#agent = opened.initialize;
       void this.#pump(opened.active);
       return opened;
     } catch (error) {
@@ -238,9 +243,35 @@ export class Bridge {
     if (!this.#lost && !this.#closing) {
       this.#closing = true;
       for (const request of this.#permissions) request.cancel("the session is closing");
-      this.connection.close(reason);
+      // The running turn ends with the close, whatever the agent answers to it later.
+      const turn = this.#turn;
+      this.#turn = undefined;
+      turn?.fail(reason);
+      this.#handshake = this.#closeSession().then(() => this.connection.close(reason));
     }
-    return this.process.release();
+    return (this.#handshake ?? Promise.resolve()).then(() => this.process.release());
+  }
+
+  /**
+   * `session/close` (ACP v1 "Session Setup" § Closing) when the agent advertises
+   * `sessionCapabilities.close` and a session is open, answered within `exitTimeoutMs`; an
+   * answer lets the release end the agent sooner (see `AgentProcess.sessionClosed`). A
+   * refusal, a lost connection or no answer in time change nothing else.
+   */
+  async #closeSession(): Promise<void> {
+    const active = this.#active;
+    const offered = this.#agent?.agentCapabilities?.sessionCapabilities?.close;
+    if (active === undefined || offered === undefined || offered === null || this.connection.signal.aborted) return;
+    try {
+      await raceDeadline(this.connection.agent.request(acp.methods.agent.session.close, { sessionId: active.sessionId }), {
+        timeoutMs: this.#options.exitTimeoutMs,
+        onTimeout: () => new SandboxDeadlineError("Cannot close ACP session: no answer to session/close within exitTimeoutMs"),
+        onAbort: (cause) => new SandboxAbortedError("Cannot close ACP session: aborted", { cause }),
+      });
+      this.process.sessionClosed();
+    } catch {
+      // the agent refused or did not answer: the release waits exitTimeoutMs as without it
+    }
   }
 
   /** The connection ended: by `close()`, or on its own (the agent exited, broke the protocol, or the sandbox stopped). */

@@ -36,7 +36,7 @@
 export { startAcpSession } from "./start.ts";
 export { AcpSession, type AcpPromptOptions } from "./session.ts";
 export type { AcpTurn } from "./turn.ts";
-export type { AcpReleaseReceipt } from "./_agent_process.ts";
+export { ACP_CLOSED_SESSION_EXIT_GRACE_MS, type AcpReleaseReceipt } from "./_agent_process.ts";
 export { AcpPermissionRequest, denyOutcome } from "./permission.ts";
 export {
   type AcpFileSystemHandlers,

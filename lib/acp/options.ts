@@ -206,8 +206,11 @@ export interface AcpSessionOptions {
    */
   readonly openTimeoutMs?: number;
   /**
-   * How long `close()` waits for the agent to exit after its stdin was closed, in
-   * milliseconds, before it stops compute anyway. Integer from 1 to 2^31 − 1.
+   * How long `close()` waits for the agent's answer to `session/close` (sent when it
+   * advertises `sessionCapabilities.close`) and for its exit after its stdin was closed, in
+   * milliseconds, before it ends the agent's process group (receipt `killed`, `requested`)
+   * and stops compute. Once the agent answered `session/close` the exit wait is at most
+   * 500 ms (`ACP_CLOSED_SESSION_EXIT_GRACE_MS`). Integer from 1 to 2^31 − 1.
    *
    * @default {5000}
    */
