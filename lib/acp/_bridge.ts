@@ -28,6 +28,8 @@ import { UpdateStream } from "./_update_stream.ts";
 import { AcpAgentError, AcpAgentExitedError, markAcpInitialize } from "./errors.ts";
 import type { NormalizedAcpSessionOptions } from "./options.ts";
 import { AcpPermissionRequest } from "./permission.ts";
+import { type GuestFileSandbox, sandboxFileSystem } from "./_sandbox_files.ts";
+import { sandboxTerminals } from "./_sandbox_terminals.ts";
 import type { AcpTurn } from "./turn.ts";
 
 const stopReasons = z.enum(["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]);
@@ -91,6 +93,8 @@ export class Bridge {
   #sink: UpdateStream;
   #turn: Turn | undefined;
   #closing = false;
+  /** Drops the sandbox terminals of `terminal: "sandbox"` (their processes end with compute). */
+  readonly #releaseTerminals: (() => void) | undefined;
   /** The close handshake (`session/close`, then the end of the connection), once `close()` began. */
   #handshake: Promise<void> | undefined;
   /** The agent's `initialize` answer, once the session opened. */
@@ -104,7 +108,10 @@ export class Bridge {
     this.#sink = new UpdateStream(options.maxBufferedUpdateBytes);
     const app = acp.client({ name: options.clientInfo.name })
       .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) => this.#permission(params, signal));
-    const { fileSystem: fs, terminal } = options;
+    const fs = options.fileSystem === "sandbox" ? sandboxFileSystem(sandbox as GuestFileSandbox, options.maxMessageBytes) : options.fileSystem;
+    const terminals = options.terminal === "sandbox" ? sandboxTerminals(sandbox, options.cwd) : undefined;
+    this.#releaseTerminals = terminals?.releaseAll;
+    const terminal = terminals ?? (options.terminal === "sandbox" ? undefined : options.terminal);
     if (fs?.readTextFile) app.onRequest(acp.methods.client.fs.readTextFile, ({ params, signal }) => fs.readTextFile!(params, signal));
     if (fs?.writeTextFile) {
       app.onRequest(acp.methods.client.fs.writeTextFile, async ({ params, signal }) => (await fs.writeTextFile!(params, signal)) ?? {});
@@ -139,7 +146,9 @@ export class Bridge {
       const initialize = await this.connection.agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
         clientCapabilities: {
-          fs: { readTextFile: Boolean(options.fileSystem?.readTextFile), writeTextFile: Boolean(options.fileSystem?.writeTextFile) },
+          fs: options.fileSystem === "sandbox"
+            ? { readTextFile: true, writeTextFile: true }
+            : { readTextFile: Boolean(options.fileSystem?.readTextFile), writeTextFile: Boolean(options.fileSystem?.writeTextFile) },
           terminal: options.terminal !== undefined,
           // Terminal-based authentication would run a login command on the client's host.
           auth: { terminal: false },
@@ -249,7 +258,7 @@ export class Bridge {
       turn?.fail(reason);
       this.#handshake = this.#closeSession().then(() => this.connection.close(reason));
     }
-    return (this.#handshake ?? Promise.resolve()).then(() => this.process.release());
+    return (this.#handshake ?? Promise.resolve()).then(() => this.process.release()).finally(() => this.#releaseTerminals?.());
   }
 
   /**

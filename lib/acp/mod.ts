@@ -39,6 +39,8 @@ export type { AcpTurn } from "./turn.ts";
 export { ACP_CLOSED_SESSION_EXIT_GRACE_MS, type AcpReleaseReceipt } from "./_agent_process.ts";
 export { AcpPermissionRequest, denyOutcome } from "./permission.ts";
 export {
+  ACP_MAX_TERMINALS,
+  ACP_TERMINAL_OUTPUT_MAX_BYTES,
   type AcpFileSystemHandlers,
   type AcpSessionOptions,
   type AcpTerminalHandlers,

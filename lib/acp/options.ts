@@ -45,6 +45,10 @@ export const DEFAULT_ACP_MAX_MESSAGE_BYTES = 8 * MIB;
 export const DEFAULT_ACP_MAX_BUFFERED_UPDATE_BYTES = 8 * MIB;
 /** Default `stderrTailBytes`: the last 64 KiB of the agent's stderr are kept. */
 export const DEFAULT_ACP_STDERR_TAIL_BYTES = 64 * 1024;
+/** `terminal: "sandbox"`: most output bytes a terminal keeps (its tail), and the default of `outputByteLimit`: 1 MiB. */
+export const ACP_TERMINAL_OUTPUT_MAX_BYTES = 1024 * 1024;
+/** `terminal: "sandbox"`: most terminals held at once (running or exited, until `terminal/release`): 16. */
+export const ACP_MAX_TERMINALS = 16;
 /** Largest byte bound accepted by the options: 1 GiB. */
 export const MAX_ACP_BOUND_BYTES = 1024 * MIB;
 /** Largest deadline accepted, in milliseconds: 2^31 − 1 (one timer's range). */
@@ -160,19 +164,34 @@ export interface AcpSessionOptions {
    */
   readonly mcpServers?: readonly McpServer[];
   /**
-   * Host file access for the agent (see {@linkcode AcpFileSystemHandlers}). **Grants the
-   * caller's own host authority.**
+   * File access for the agent: `"sandbox"` answers `fs/read_text_file` and
+   * `fs/write_text_file` **inside the sandbox** with its guest file reader and writer (as the
+   * sandbox user, in the guest's own view): paths must be absolute guest paths inside
+   * `/workspace` (others are answered `-32602`), a missing file `-32002`; reads are bounded
+   * by `maxMessageBytes` and honour `line` and `limit`; writes replace the file atomically
+   * (mode `0o644`) where the sandbox user may write (`/workspace/work`). The sandbox must have
+   * `readFile` and `writeFile` (the Docker backend's has). Handlers of your own (see
+   * {@linkcode AcpFileSystemHandlers}) instead **grant the caller's own host authority.**
    *
    * @default {undefined} not offered: `clientCapabilities.fs` is all `false`
    */
-  readonly fileSystem?: AcpFileSystemHandlers;
+  readonly fileSystem?: AcpFileSystemHandlers | "sandbox";
   /**
-   * Host terminals for the agent (see {@linkcode AcpTerminalHandlers}). **Grants the caller's
-   * own host authority.**
+   * Terminals for the agent: `"sandbox"` runs each `terminal/create` as a **sandbox
+   * process**: `/bin/sh -c <command>` when it has no `args`, else `<command>` with the literal
+   * `args` (looked up in `PATH`), in its `cwd` (default the session's `cwd`; confined as a
+   * process `cwd`), with its `env`, stderr into stdout and stdin at end of file; its output
+   * is read all the time and its last `outputByteLimit` bytes are kept (at most and by
+   * default 1 MiB, `ACP_TERMINAL_OUTPUT_MAX_BYTES`; `truncated` says when earlier bytes were
+   * dropped); at most 16 terminals are held until `terminal/release`
+   * (`ACP_MAX_TERMINALS`), and each counts against `policy.maxConcurrentProcesses` while it
+   * runs (policy `processes: "one"` leaves no room: every create fails). `terminal/kill` and
+   * `terminal/release` of a running one end its process group. Handlers of your own (see
+   * {@linkcode AcpTerminalHandlers}) instead **grant the caller's own host authority.**
    *
    * @default {undefined} not offered: `clientCapabilities.terminal` is `false`
    */
-  readonly terminal?: AcpTerminalHandlers;
+  readonly terminal?: AcpTerminalHandlers | "sandbox";
   /**
    * Picks the authentication method before the session opens (ACP v1 "Initialization" §
    * Authentication): called with the agent's `initialize` answer once it arrived; return one
@@ -256,9 +275,9 @@ export interface NormalizedAcpSessionOptions {
   /** See {@linkcode AcpSessionOptions.mcpServers}. */
   readonly mcpServers: readonly McpServer[];
   /** See {@linkcode AcpSessionOptions.fileSystem}. */
-  readonly fileSystem: AcpFileSystemHandlers | undefined;
+  readonly fileSystem: AcpFileSystemHandlers | "sandbox" | undefined;
   /** See {@linkcode AcpSessionOptions.terminal}. */
-  readonly terminal: AcpTerminalHandlers | undefined;
+  readonly terminal: AcpTerminalHandlers | "sandbox" | undefined;
   /** See {@linkcode AcpSessionOptions.authenticate}. */
   readonly authenticate: ((agent: InitializeResponse) => MaybePromise<AuthMethodId | undefined>) | undefined;
   /** See {@linkcode AcpSessionOptions.onPermissionRequest}. */
@@ -304,12 +323,30 @@ const cwd = text.superRefine((path, context) => {
   if (defect !== undefined) context.addIssue({ code: "custom", message: defect, input: path });
 });
 
+/**
+ * `"sandbox"`, or an object `handlers` accepts; its issues keep their field paths
+ * (`options.terminal.output is required`).
+ */
+function sandboxOr<T extends z.ZodType>(handlers: T): z.ZodType<"sandbox" | z.infer<T>> {
+  return z.unknown().superRefine((value, context) => {
+    if (value === "sandbox") return;
+    if (typeof value === "string") {
+      context.addIssue({ code: "custom", message: 'must be "sandbox" or an object of handlers', input: value });
+      return;
+    }
+    for (const { message, ...issue } of handlers.safeParse(value).error?.issues ?? []) {
+      // An unknown field is worded by the parse's own error map ("is not a known field").
+      context.addIssue({ ...issue, ...(issue.code === "unrecognized_keys" ? {} : { message }), input: value } as never);
+    }
+  }) as unknown as z.ZodType<"sandbox" | z.infer<T>>;
+}
+
 const optionsSchema = z.strictObject({
   clientInfo: z.looseObject({ name: text, version: text, title: text.nullable().optional(), _meta: meta }).optional(),
   cwd: cwd.optional(),
   mcpServers: z.array(mcpServer, { error: expect("must be an array of MCP servers") }).optional(),
-  fileSystem: z.strictObject({ readTextFile: handler.optional(), writeTextFile: handler.optional() }).optional(),
-  terminal: z.strictObject({ create: handler, output: handler, waitForExit: handler, kill: handler, release: handler }).optional(),
+  fileSystem: sandboxOr(z.strictObject({ readTextFile: handler.optional(), writeTextFile: handler.optional() })).optional(),
+  terminal: sandboxOr(z.strictObject({ create: handler, output: handler, waitForExit: handler, kill: handler, release: handler })).optional(),
   authenticate: handler.optional(),
   onPermissionRequest: handler.optional(),
   openTimeoutMs: timeout().optional(),

@@ -67,6 +67,9 @@ export type TerminalOutputRequest = sdk.TerminalOutputRequest;
 /** `terminal/output` answer: `output`, `truncated`, optional `exitStatus`. */
 export type TerminalOutputResponse = sdk.TerminalOutputResponse;
 
+/** How a terminal's command ended: `exitCode` and `signal` (either may be `null`). */
+export type TerminalExitStatus = sdk.TerminalExitStatus;
+
 /** `terminal/wait_for_exit` parameters: `sessionId`, `terminalId`. */
 export type WaitForTerminalExitRequest = sdk.WaitForTerminalExitRequest;
 
