@@ -47,6 +47,8 @@ class Turn implements AcpTurn {
   readonly updates: ReadableStream<acp.SessionUpdate>;
   readonly stopReason: Promise<StopReason>;
   readonly sink: UpdateStream;
+  /** Updates already in `sink` when the prompt was sent. */
+  readonly leadingUpdates: number;
   /** A failure that decides the outcome once the agent answered (overflow, a throwing callback). */
   failure: SandboxError | undefined;
   cancelRequested = false;
@@ -55,6 +57,7 @@ class Turn implements AcpTurn {
 
   constructor(sink: UpdateStream) {
     this.sink = sink;
+    this.leadingUpdates = sink.pushed;
     this.updates = sink.readable;
     this.stopReason = new Promise<StopReason>((resolve, reject) => {
       this.#resolve = resolve;
@@ -66,7 +69,7 @@ class Turn implements AcpTurn {
 
   /** What the caller gets: the stream and the promise, nothing of the bookkeeping. */
   handle(): AcpTurn {
-    return Object.freeze({ updates: this.updates, stopReason: this.stopReason });
+    return Object.freeze({ updates: this.updates, stopReason: this.stopReason, leadingUpdates: this.leadingUpdates });
   }
 
   /** The agent answered with `reason`. */
