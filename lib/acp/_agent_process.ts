@@ -133,8 +133,8 @@ export class AgentProcess {
       clearTimeout(timer);
     }
     if (exited) return;
-    // Agents whose own children outlive them keep running on stdin EOF (the Claude ACP
-    // adapters, measured): end the process group, so the receipt says so rather than
+    // An agent whose own child still runs may keep running on stdin EOF (measured for the
+    // Claude ACP adapters): end its process group, so the receipt says so rather than
     // `unavailable`. Its receipt is observed within moments; the stop settles it otherwise.
     await this.#process.kill().catch(() => {
       // the sandbox stopped meanwhile: nothing is left to end

@@ -3,7 +3,7 @@
 // requests by sandbox processes (cwd, literal args, kill, bounded output, a bounded number
 // held), never with host authority.
 import assert from "node:assert/strict";
-import { ACP_MAX_TERMINALS, startAcpSession } from "../../lib/acp/mod.ts";
+import { ACP_MAX_TERMINALS, ACP_TERMINAL_OUTPUT_MAX_BYTES, startAcpSession } from "../../lib/acp/mod.ts";
 import { engineTest, nodeImage } from "./_engine.ts";
 import { withSandbox } from "./_sandbox.ts";
 import { acpPolicy, agentRequest, collect, exportedFile, importAgent, messageText } from "./_acp.ts";
@@ -11,7 +11,8 @@ import { acpPolicy, agentRequest, collect, exportedFile, importAgent, messageTex
 engineTest('startAcpSession fileSystem "sandbox" and terminal "sandbox" serve fs/* and terminal/* inside the sandbox', async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     await importAgent(sandbox, { "notes.txt": "one\ntwo\nthree\nfour\n" });
-    const session = await startAcpSession(sandbox, agentRequest(), { fileSystem: "sandbox", terminal: "sandbox" });
+    const maxMessageBytes = 2 * 1024 * 1024;
+    const session = await startAcpSession(sandbox, agentRequest(), { fileSystem: "sandbox", terminal: "sandbox", maxMessageBytes });
     const ask = async (prompt: string): Promise<string> => {
       const turn = session.prompt(prompt);
       const text = messageText(await collect(turn.updates));
@@ -52,6 +53,13 @@ engineTest('startAcpSession fileSystem "sandbox" and terminal "sandbox" serve fs
       truncated: true,
       exitStatus: { exitCode: 0, signal: null },
     });
+    // An outputByteLimit past the bridge's own is held to ACP_TERMINAL_OUTPUT_MAX_BYTES.
+    const flood = (await term(`term-limit ${4 * ACP_TERMINAL_OUTPUT_MAX_BYTES} head -c ${ACP_TERMINAL_OUTPUT_MAX_BYTES + 100} /dev/zero | tr '\\0' a`)).output;
+    assert.equal(flood.output, "a".repeat(ACP_TERMINAL_OUTPUT_MAX_BYTES));
+    assert.equal(flood.truncated, true);
+    // A file past maxMessageBytes is not read into the answer.
+    assert.equal((await term(`term - head -c ${maxMessageBytes + 1} /dev/zero > big.bin`)).exit.exitCode, 0);
+    assert.match(await ask("read /workspace/work/big.bin"), /^error -32603 Internal error: Cannot read file work\/big\.bin: .*2097152/);
     // Five bytes of "ééé" start inside a character: the cut is moved to the next one.
     assert.equal((await term("term-limit 5 printf ééé")).output.output, "éé");
     assert.equal(
