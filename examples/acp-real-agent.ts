@@ -4,10 +4,12 @@
  * `@agentcell/docker/acp`, against a small local stand-in of the Anthropic Messages API
  * (`examples/_stand_in_model.ts`), so no model key and no model network are needed. The
  * stand-in makes the agent write one file with its `Write` tool: the agent asks permission
- * (title `Write /workspace/work/out/hello.txt`, no `kind`), the host allows writes below
- * `work/out`, and the file is written through `fs/write_text_file` **inside the sandbox**
- * (`fileSystem: "sandbox"`). Then close (the agent does not exit on end of file: its process
- * group is ended), export, destroy.
+ * (0.23.1 sends the title `Write out/hello.txt` with `kind: "edit"`; other adapters send
+ * `Write /workspace/work/out/hello.txt` and no `kind`: the host's rule allows both), the host
+ * allows writes below `work/out`, and the file is written inside the sandbox (the agent is
+ * offered `fileSystem: "sandbox"` and `terminal: "sandbox"`, never the host's). Then close
+ * (an agent that does not exit on end of file has its process group ended), export,
+ * destroy. Measured: about 4 s in all under Node and Deno.
  *
  * Not part of the default test suite: it needs the agent's npm tree (about 85 MB) and a
  * sandbox network that reaches a host port. Run it with:
