@@ -29,6 +29,8 @@ engineTest("startAcpSession: authenticate sends the chosen method before session
     await importAgent(sandbox);
     const seen: InitializeResponse[] = [];
     const session = await startAcpSession(sandbox, request, {
+      fileSystem: "sandbox",
+      terminal: "sandbox",
       authenticate: (agent) => {
         seen.push(agent);
         return agent.authMethods?.find((method) => method.id === "fixture-key")?.id;
@@ -38,6 +40,13 @@ engineTest("startAcpSession: authenticate sends the chosen method before session
     const turn = session.prompt("grants");
     assert.equal(JSON.parse(messageText(await collect(turn.updates))).authenticated, "fixture-key");
     assert.equal(await turn.stopReason, "end_turn");
+    // The authenticated agent's fs/* and terminal/* requests are served in the sandbox.
+    const work = session.prompt("term - echo authenticated > out.txt; cat out.txt");
+    assert.equal(JSON.parse(messageText(await collect(work.updates))).output.output, "authenticated\n");
+    assert.equal(await work.stopReason, "end_turn");
+    const read = session.prompt("read /workspace/work/out.txt");
+    assert.equal(messageText(await collect(read.updates)), '{"content":"authenticated\\n"}');
+    assert.equal(await read.stopReason, "end_turn");
     await session.close();
   }, { image: nodeImage, policy: acpPolicy });
 });
