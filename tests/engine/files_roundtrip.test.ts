@@ -124,6 +124,14 @@ engineTest("importDirectory links \"inside\" imports an npm-style tree whose .bi
       assert.ok(refused instanceof SandboxConfigurationError && refused.code === "configuration", String(refused));
       assert.match(refused.message, /^Cannot import files: entry\[0\]\.target of symlink 'up' must not leave the imported tree/);
       assert.equal((await sandbox.run("/bin/sh", ["-c", "test -e up || test -L up; echo $?"])).stdoutText, "1\n");
+      // Nothing is written through a link sent before.
+      const below = await sandbox.importTree([
+        { path: "via", type: "symlink", target: "node_modules", mode: 0o777, size: 0 },
+        { path: "via/x.txt", type: "file", mode: 0o644, size: 0 },
+      ]).catch((error) => error);
+      assert.ok(below instanceof SandboxConfigurationError, String(below));
+      assert.match(below.message, /^Cannot import files: entry\[1\] 'via\/x\.txt' lies below the symlink 'via' sent before; send each path once, and nothing below a link/);
+      assert.equal((await sandbox.run("/bin/sh", ["-c", "test -e node_modules/x.txt; echo $?"])).stdoutText, "1\n");
     });
   } finally {
     await rm(root, { recursive: true, force: true });
