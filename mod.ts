@@ -197,6 +197,6 @@ export {
   type DockerSandboxPoolReservation,
 } from "./lib/docker/pool.ts";
 export { DockerProcess, DockerProcessReservation } from "./lib/docker/process/process.ts";
-export { importDirectory } from "./lib/docker/files/import_directory.ts";
+export { importDirectory, type ImportDirectoryLinks, type ImportDirectoryOptions } from "./lib/docker/files/import_directory.ts";
 export { exportToDirectory, type ExportToDirectoryOptions } from "./lib/docker/files/export_to_directory.ts";
 export { createFileRecoveryStore, type FileRecoveryStore } from "./lib/docker/recovery/store.ts";

@@ -20,7 +20,7 @@
  */
 import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 import process from "node:process";
 import { createDockerSandboxBackend, importDirectory, type SandboxImportEntry } from "../mod.ts";
 import { DockerEngine } from "../lib/engine/mod.ts";
@@ -59,12 +59,18 @@ try {
   console.log(`--- imported the agent and the task: ${imported.files} files, ${imported.bytes} bytes`);
 
   // One process, one connection, one session; nothing of the host is granted. Permission
-  // requests come here: this host allows edits below out/ and denies everything else.
+  // requests come here: this host allows writes and edits of files below work/out only and
+  // denies everything else. Agents differ in what they send: `kind` is optional (a real agent sends
+  // `Write /workspace/work/out/hello.txt` and no kind), paths may be absolute or relative to
+  // the session's cwd, and `locations` (when given) lists them; judge the paths, not the kind.
   const session = await startAcpSession(sandbox, agentRequest(), {
     onPermissionRequest(request) {
       const allow = request.options.find((option) => option.kind === "allow_once");
-      const inOut = request.toolCall.kind === "edit" && / out\/[^/]+$/.test(request.toolCall.title ?? "");
-      console.log(`    permission asked: ${request.toolCall.title} -> ${allow && inOut ? "allow" : "deny"}`);
+      const { kind, locations, title = "" } = request.toolCall;
+      const writes = (kind === undefined || kind === null || kind === "edit") && /^(Write|Edit) /.test(title ?? "");
+      const named = locations?.length ? locations.map((location) => location.path) : [title?.split(" ").at(-1) ?? ""];
+      const inOut = writes && named.every((path) => posix.resolve("/workspace/work", path).startsWith("/workspace/work/out/"));
+      console.log(`    permission asked: ${title} -> ${allow && inOut ? "allow" : "deny"}`);
       if (allow && inOut) request.select(allow.optionId);
       else request.deny();
     },
@@ -75,12 +81,18 @@ try {
   for (const prompt of ["task task/notes.txt out/summary.txt", "task task/notes.txt out/follow-up.txt"]) {
     console.log(`--- prompt: ${prompt}`);
     const turn = session.prompt(prompt);
-    for await (const update of turn.updates) {
-      if (update.sessionUpdate === "agent_message_chunk" && update.content.type === "text") {
-        console.log(`    message chunk: ${JSON.stringify(update.content.text)}`);
+    try {
+      // A failed turn errors its updates stream with the error stopReason rejects with.
+      for await (const update of turn.updates) {
+        if (update.sessionUpdate === "agent_message_chunk" && update.content.type === "text") {
+          console.log(`    message chunk: ${JSON.stringify(update.content.text)}`);
+        }
       }
+      console.log(`    stop reason: ${await turn.stopReason}`);
+    } catch (error) {
+      console.log(`    the turn failed: ${(error as Error).message}`);
+      throw error;
     }
-    console.log(`    stop reason: ${await turn.stopReason}`);
   }
 
   // Release: stdin closes, the agent exits, compute is removed, the files stay.

@@ -1,7 +1,8 @@
 /**
  * The agent's sandbox process as the ACP connection needs it: stdin and stdout shaped for the
  * SDK's `ndJsonStream`, stderr drained into a bounded tail, and the release sequence — close
- * stdin, wait a bounded time for the exit, stop the sandbox's compute, join every stream.
+ * stdin, wait a bounded time for the exit, end the process group of an agent still running,
+ * stop the sandbox's compute, join every stream.
  *
  * @module
  */
@@ -22,9 +23,11 @@ import { StderrTail } from "./_stderr_tail.ts";
 export interface AcpReleaseReceipt {
   /**
    * The agent process's exit receipt: `{ kind: "exited", code }` when it exited (after its
-   * stdin closed, or earlier), `killed` when a fault of its own ended it (say its output
-   * limit), `unavailable` when compute had to be removed first (it did not exit within
-   * `exitTimeoutMs`).
+   * stdin closed, or earlier); `{ kind: "killed", reason: "requested", code: 137 }` when it
+   * did not exit after its stdin closed and the release ended its process group; `killed`
+   * with another reason when a fault of its own ended it (say its output limit);
+   * `unavailable` when compute was removed before its status was seen (the sandbox stopped
+   * first; policy `processes: "one"`, where ending the process stops the sandbox).
    */
   readonly exit: SandboxExitReceipt;
   /** The end of the agent's stderr (at most `stderrTailBytes` bytes), decoded as UTF-8. */
@@ -32,6 +35,16 @@ export interface AcpReleaseReceipt {
   /** All bytes the agent wrote to stderr, kept or not. */
   readonly stderrBytes: number;
 }
+
+/**
+ * Longest wait for the agent's exit after its stdin closed once it answered `session/close`,
+ * in milliseconds: 500 (it has nothing left to finish; a well-behaved agent exits within
+ * milliseconds of end of file).
+ */
+export const ACP_CLOSED_SESSION_EXIT_GRACE_MS = 500;
+
+/** How long the release waits for the receipt of the kill of an agent that did not exit. */
+const KILL_RECEIPT_WAIT_MS = 5_000;
 
 /** The agent process with its streams adapted for the SDK, and its release. */
 export class AgentProcess {
@@ -44,7 +57,8 @@ export class AgentProcess {
   /** The process's exit receipt. */
   readonly exit: Promise<SandboxExitReceipt>;
   readonly #sandbox: Sandbox;
-  readonly #exitTimeoutMs: number;
+  readonly #process: SandboxProcess;
+  #exitTimeoutMs: number;
   readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
   readonly #stdoutEnded: Promise<void>;
   #quiet: Promise<void> | undefined;
@@ -57,6 +71,7 @@ export class AgentProcess {
    */
   constructor(sandbox: Sandbox, process: SandboxProcess, options: { readonly exitTimeoutMs: number; readonly stderrTailBytes: number }) {
     this.#sandbox = sandbox;
+    this.#process = process;
     this.#exitTimeoutMs = options.exitTimeoutMs;
     this.exit = process.exit;
     this.stderr = new StderrTail(process.stderr, options.stderrTailBytes);
@@ -71,8 +86,18 @@ export class AgentProcess {
   }
 
   /**
-   * Close stdin, wait up to `exitTimeoutMs` for the exit, stop the sandbox's compute, and wait
-   * for stdout and stderr to end. Idempotent; after a failed stop, calling again retries it.
+   * The agent answered `session/close`: it has nothing left to finish, so the release waits
+   * at most {@linkcode ACP_CLOSED_SESSION_EXIT_GRACE_MS} (or `exitTimeoutMs` when shorter) for
+   * it to exit after its stdin closed.
+   */
+  sessionClosed(): void {
+    this.#exitTimeoutMs = Math.min(this.#exitTimeoutMs, ACP_CLOSED_SESSION_EXIT_GRACE_MS);
+  }
+
+  /**
+   * Close stdin, wait up to `exitTimeoutMs` for the exit, end the process group of an agent
+   * that still runs (`kill()`: `SIGKILL` inside the guest), stop the sandbox's compute, and
+   * wait for stdout and stderr to end. Idempotent; after a failed stop, calling again retries it.
    *
    * @returns What the release observed.
    * @throws what `sandbox.stop()` throws (`SandboxEngineError`, `SandboxDeadlineError`)
@@ -101,11 +126,21 @@ export class AgentProcess {
     this.#stdin.close().catch(() => {
       // stdin is already gone (the process exited, or the sandbox stopped): nothing to close
     });
+    let exited = false;
     try {
-      await Promise.race([this.exit.then(() => {}), elapsed]);
+      await Promise.race([this.exit.then(() => void (exited = true)), elapsed]);
     } finally {
       clearTimeout(timer);
     }
+    if (exited) return;
+    // An agent whose own child still runs may keep running on stdin EOF (measured for the
+    // Claude ACP adapters): end its process group, so the receipt says so rather than
+    // `unavailable`. Its receipt is observed within moments; the stop settles it otherwise.
+    await this.#process.kill().catch(() => {
+      // the sandbox stopped meanwhile: nothing is left to end
+    });
+    await Promise.race([this.exit, new Promise<void>((resolve) => (timer = setTimeout(resolve, KILL_RECEIPT_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 }
 

@@ -12,15 +12,24 @@
 import * as acp from "@agentclientprotocol/sdk";
 import type { ActiveSession, ContentBlock, InitializeResponse, RequestPermissionResponse, StopReason } from "@agentclientprotocol/sdk";
 import { z } from "zod";
-import { SandboxAbortedError, SandboxDeadlineError, SandboxError, SandboxStateError, SandboxStoppedError } from "../sandbox/errors.ts";
+import {
+  SandboxAbortedError,
+  SandboxConfigurationError,
+  SandboxDeadlineError,
+  SandboxError,
+  SandboxStateError,
+  SandboxStoppedError,
+} from "../sandbox/errors.ts";
 import type { Sandbox } from "../sandbox/backend.ts";
 import type { SandboxProcess } from "../sandbox/process.ts";
 import { raceDeadline } from "../streams/deadline.ts";
 import { type AcpReleaseReceipt, AgentProcess } from "./_agent_process.ts";
 import { UpdateStream } from "./_update_stream.ts";
-import { AcpAgentError, AcpAgentExitedError } from "./errors.ts";
+import { AcpAgentError, AcpAgentExitedError, markAcpInitialize } from "./errors.ts";
 import type { NormalizedAcpSessionOptions } from "./options.ts";
 import { AcpPermissionRequest } from "./permission.ts";
+import { type GuestFileSandbox, sandboxFileSystem } from "./_sandbox_files.ts";
+import { sandboxTerminals } from "./_sandbox_terminals.ts";
 import type { AcpTurn } from "./turn.ts";
 
 const stopReasons = z.enum(["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]);
@@ -38,6 +47,8 @@ class Turn implements AcpTurn {
   readonly updates: ReadableStream<acp.SessionUpdate>;
   readonly stopReason: Promise<StopReason>;
   readonly sink: UpdateStream;
+  /** Updates already in `sink` when the prompt was sent. */
+  readonly leadingUpdates: number;
   /** A failure that decides the outcome once the agent answered (overflow, a throwing callback). */
   failure: SandboxError | undefined;
   cancelRequested = false;
@@ -46,6 +57,7 @@ class Turn implements AcpTurn {
 
   constructor(sink: UpdateStream) {
     this.sink = sink;
+    this.leadingUpdates = sink.pushed;
     this.updates = sink.readable;
     this.stopReason = new Promise<StopReason>((resolve, reject) => {
       this.#resolve = resolve;
@@ -57,7 +69,7 @@ class Turn implements AcpTurn {
 
   /** What the caller gets: the stream and the promise, nothing of the bookkeeping. */
   handle(): AcpTurn {
-    return Object.freeze({ updates: this.updates, stopReason: this.stopReason });
+    return Object.freeze({ updates: this.updates, stopReason: this.stopReason, leadingUpdates: this.leadingUpdates });
   }
 
   /** The agent answered with `reason`. */
@@ -84,6 +96,12 @@ export class Bridge {
   #sink: UpdateStream;
   #turn: Turn | undefined;
   #closing = false;
+  /** Drops the sandbox terminals of `terminal: "sandbox"` (their processes end with compute). */
+  readonly #releaseTerminals: (() => void) | undefined;
+  /** The close handshake (`session/close`, then the end of the connection), once `close()` began. */
+  #handshake: Promise<void> | undefined;
+  /** The agent's `initialize` answer, once the session opened. */
+  #agent: InitializeResponse | undefined;
   /** The failure of a connection that ended without `close()`; compute is released by then. */
   #lost: Promise<SandboxError> | undefined;
 
@@ -93,7 +111,10 @@ export class Bridge {
     this.#sink = new UpdateStream(options.maxBufferedUpdateBytes);
     const app = acp.client({ name: options.clientInfo.name })
       .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) => this.#permission(params, signal));
-    const { fileSystem: fs, terminal } = options;
+    const fs = options.fileSystem === "sandbox" ? sandboxFileSystem(sandbox as GuestFileSandbox, options.maxMessageBytes) : options.fileSystem;
+    const terminals = options.terminal === "sandbox" ? sandboxTerminals(sandbox, options.cwd) : undefined;
+    this.#releaseTerminals = terminals?.releaseAll;
+    const terminal = terminals ?? (options.terminal === "sandbox" ? undefined : options.terminal);
     if (fs?.readTextFile) app.onRequest(acp.methods.client.fs.readTextFile, ({ params, signal }) => fs.readTextFile!(params, signal));
     if (fs?.writeTextFile) {
       app.onRequest(acp.methods.client.fs.writeTextFile, async ({ params, signal }) => (await fs.writeTextFile!(params, signal)) ?? {});
@@ -123,11 +144,14 @@ export class Bridge {
   async open(): Promise<Opened> {
     const options = this.#options;
     let step = "initialize";
+    let answered: InitializeResponse | undefined;
     const handshake = (async (): Promise<Opened> => {
       const initialize = await this.connection.agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
         clientCapabilities: {
-          fs: { readTextFile: Boolean(options.fileSystem?.readTextFile), writeTextFile: Boolean(options.fileSystem?.writeTextFile) },
+          fs: options.fileSystem === "sandbox"
+            ? { readTextFile: true, writeTextFile: true }
+            : { readTextFile: Boolean(options.fileSystem?.readTextFile), writeTextFile: Boolean(options.fileSystem?.writeTextFile) },
           terminal: options.terminal !== undefined,
           // Terminal-based authentication would run a login command on the client's host.
           auth: { terminal: false },
@@ -140,6 +164,12 @@ export class Bridge {
         throw new AcpAgentError(
           `Cannot open ACP session: the agent answered protocolVersion ${version.data.protocolVersion}; this bridge speaks ACP protocol version ${acp.PROTOCOL_VERSION}`,
         );
+      }
+      answered = initialize;
+      if (options.authenticate) {
+        step = "authenticate";
+        const methodId = await chooseAuthMethod(options.authenticate, initialize);
+        if (methodId !== undefined) await this.connection.agent.request(acp.methods.agent.authenticate, { methodId });
       }
       step = "session/new";
       const active = await this.connection.agent.buildSession({ cwd: options.cwd, mcpServers: [...options.mcpServers] }).start();
@@ -159,10 +189,12 @@ export class Bridge {
         onAbort: (reason) => new SandboxAbortedError("Cannot open ACP session: options.signal aborted", { cause: reason }),
       });
       this.#active = opened.active;
+      this.#agent = opened.initialize;
       void this.#pump(opened.active);
       return opened;
     } catch (error) {
       const failure = await this.#failureOf(error, `open ACP session: the agent answered ${step}`);
+      if (answered !== undefined) markAcpInitialize(failure, answered);
       await this.close(failure).catch(() => {
         // compute could not be stopped; the caller's sandbox.destroy() stops it as well
       });
@@ -223,9 +255,35 @@ export class Bridge {
     if (!this.#lost && !this.#closing) {
       this.#closing = true;
       for (const request of this.#permissions) request.cancel("the session is closing");
-      this.connection.close(reason);
+      // The running turn ends with the close, whatever the agent answers to it later.
+      const turn = this.#turn;
+      this.#turn = undefined;
+      turn?.fail(reason);
+      this.#handshake = this.#closeSession().then(() => this.connection.close(reason));
     }
-    return this.process.release();
+    return (this.#handshake ?? Promise.resolve()).then(() => this.process.release()).finally(() => this.#releaseTerminals?.());
+  }
+
+  /**
+   * `session/close` (ACP v1 "Session Setup" § Closing) when the agent advertises
+   * `sessionCapabilities.close` and a session is open, answered within `exitTimeoutMs`; an
+   * answer lets the release end the agent sooner (see `AgentProcess.sessionClosed`). A
+   * refusal, a lost connection or no answer in time change nothing else.
+   */
+  async #closeSession(): Promise<void> {
+    const active = this.#active;
+    const offered = this.#agent?.agentCapabilities?.sessionCapabilities?.close;
+    if (active === undefined || offered === undefined || offered === null || this.connection.signal.aborted) return;
+    try {
+      await raceDeadline(this.connection.agent.request(acp.methods.agent.session.close, { sessionId: active.sessionId }), {
+        timeoutMs: this.#options.exitTimeoutMs,
+        onTimeout: () => new SandboxDeadlineError("Cannot close ACP session: no answer to session/close within exitTimeoutMs"),
+        onAbort: (cause) => new SandboxAbortedError("Cannot close ACP session: aborted", { cause }),
+      });
+      this.process.sessionClosed();
+    } catch {
+      // the agent refused or did not answer: the release waits exitTimeoutMs as without it
+    }
   }
 
   /** The connection ended: by `close()`, or on its own (the agent exited, broke the protocol, or the sandbox stopped). */
@@ -322,6 +380,35 @@ export class Bridge {
     if (error instanceof SandboxError) return error;
     return new AcpAgentError(`Cannot ${action}: ${String(error)}`, { cause: error });
   }
+}
+
+/**
+ * The method `authenticate` picks from the agent's `initialize` answer, checked to be one it
+ * offered for `authenticate` (not a terminal method).
+ *
+ * @throws {SandboxAbortedError} when the callback throws
+ * @throws {SandboxConfigurationError} when it returns anything but an offered id or `undefined`
+ */
+async function chooseAuthMethod(
+  authenticate: NonNullable<NormalizedAcpSessionOptions["authenticate"]>,
+  initialize: InitializeResponse,
+): Promise<string | undefined> {
+  let chosen: unknown;
+  try {
+    chosen = await authenticate(initialize);
+  } catch (error) {
+    throw new SandboxAbortedError("Cannot open ACP session: options.authenticate threw; no authenticate was sent", { cause: error });
+  }
+  if (chosen === undefined) return undefined;
+  const offered = (initialize.authMethods ?? []).filter((method) => (method as { type?: unknown }).type !== "terminal").map((method) => method.id);
+  if (typeof chosen !== "string" || !offered.includes(chosen)) {
+    throw new SandboxConfigurationError(
+      `Cannot open ACP session: options.authenticate chose ${JSON.stringify(chosen)}, which the agent does not offer for authenticate ` +
+        `(its initialize answer offers ${offered.length === 0 ? "none" : offered.map((id) => JSON.stringify(id)).join(", ")}); ` +
+        "return one of initialize.authMethods[].id, or undefined to send no authenticate",
+    );
+  }
+  return chosen;
 }
 
 function agentError(error: acp.RequestError, action: string): AcpAgentError {

@@ -27,6 +27,7 @@ export class UpdateStream {
   #controller!: ReadableStreamDefaultController<SessionUpdate>;
   #state: "open" | "cancelled" | "ended" = "open";
   #failure: SandboxOutputLimitError | undefined;
+  #pushed = 0;
 
   /** @param limitBytes Most unread update bytes before the stream errors. */
   constructor(limitBytes: number) {
@@ -42,6 +43,11 @@ export class UpdateStream {
     }, { highWaterMark: limitBytes, size: updateBytes });
   }
 
+  /** How many updates were handed to {@linkcode push} so far (queued or not). */
+  get pushed(): number {
+    return this.#pushed;
+  }
+
   /** The overflow error once the bound was passed, else `undefined`. */
   get failure(): SandboxOutputLimitError | undefined {
     return this.#failure;
@@ -52,6 +58,7 @@ export class UpdateStream {
    * then errors with {@linkcode overflowError} and later updates are discarded).
    */
   push(update: SessionUpdate): PushOutcome {
+    this.#pushed += 1;
     if (this.#state !== "open") return "discarded";
     this.#controller.enqueue(update);
     if ((this.#controller.desiredSize ?? 0) >= 0) return "queued";

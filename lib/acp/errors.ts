@@ -10,6 +10,7 @@
  */
 import { SandboxError, type SandboxErrorOptions } from "../sandbox/errors.ts";
 import type { SandboxExitReceipt } from "../sandbox/process.ts";
+import type { InitializeResponse } from "./protocol.ts";
 
 /**
  * The codes the ACP bridge adds to the contract's `SandboxErrorCode`:
@@ -142,4 +143,44 @@ export class AcpAgentExitedError extends SandboxError {
     this.exit = options.exit;
     this.stderrTail = options.stderrTail;
   }
+}
+
+/**
+ * The agent's `initialize` answer carried by an error of `startAcpSession` that came after
+ * it (a refused `authenticate` or `session/new`, e.g. `-32000` "Authentication required"; a
+ * deadline; an exit; an unusable `options.authenticate` choice): its `authMethods` say which
+ * methods the agent offers, so the caller can pick one with `options.authenticate` and start
+ * again.
+ *
+ * @param error A rejection reason of `startAcpSession`.
+ * @returns The answer, or `undefined` for any other value and for failures before the agent
+ *   answered `initialize`.
+ *
+ * @example
+ * ```ts
+ * import { acpInitializeOf, AcpAgentError } from "./errors.ts";
+ *
+ * console.log(acpInitializeOf(new AcpAgentError("Cannot open ACP session: refused"))); // undefined
+ * ```
+ */
+export function acpInitializeOf(error: unknown): InitializeResponse | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const answer = (error as { acpInitialize?: unknown }).acpInitialize;
+  return typeof answer === "object" && answer !== null ? answer as InitializeResponse : undefined;
+}
+
+/**
+ * Attach the agent's `initialize` answer to an opening failure (as the read-only, enumerable
+ * property `acpInitialize`, read by {@linkcode acpInitializeOf}) and return the error. The
+ * first answer attached stays.
+ *
+ * @param error The opening failure.
+ * @param initialize The agent's answer.
+ * @returns `error`.
+ */
+export function markAcpInitialize<E extends Error>(error: E, initialize: InitializeResponse): E {
+  if (acpInitializeOf(error) === undefined) {
+    Object.defineProperty(error, "acpInitialize", { value: initialize, enumerable: true, writable: false, configurable: false });
+  }
+  return error;
 }

@@ -36,9 +36,11 @@
 export { startAcpSession } from "./start.ts";
 export { AcpSession, type AcpPromptOptions } from "./session.ts";
 export type { AcpTurn } from "./turn.ts";
-export type { AcpReleaseReceipt } from "./_agent_process.ts";
+export { ACP_CLOSED_SESSION_EXIT_GRACE_MS, type AcpReleaseReceipt } from "./_agent_process.ts";
 export { AcpPermissionRequest, denyOutcome } from "./permission.ts";
 export {
+  ACP_MAX_TERMINALS,
+  ACP_TERMINAL_OUTPUT_MAX_BYTES,
   type AcpFileSystemHandlers,
   type AcpSessionOptions,
   type AcpTerminalHandlers,
@@ -55,5 +57,12 @@ export {
   type NormalizedAcpSessionOptions,
   normalizeAcpSessionOptions,
 } from "./options.ts";
-export { AcpAgentError, type AcpAgentErrorOptions, AcpAgentExitedError, type AcpAgentExitedErrorOptions, type AcpErrorCode } from "./errors.ts";
+export {
+  AcpAgentError,
+  type AcpAgentErrorOptions,
+  AcpAgentExitedError,
+  type AcpAgentExitedErrorOptions,
+  type AcpErrorCode,
+  acpInitializeOf,
+} from "./errors.ts";
 export type * from "./protocol.ts";

@@ -6,9 +6,11 @@
  * @module
  */
 import type {
+  AuthMethodId,
   CreateTerminalRequest,
   CreateTerminalResponse,
   Implementation,
+  InitializeResponse,
   KillTerminalRequest,
   KillTerminalResponse,
   McpServer,
@@ -43,6 +45,10 @@ export const DEFAULT_ACP_MAX_MESSAGE_BYTES = 8 * MIB;
 export const DEFAULT_ACP_MAX_BUFFERED_UPDATE_BYTES = 8 * MIB;
 /** Default `stderrTailBytes`: the last 64 KiB of the agent's stderr are kept. */
 export const DEFAULT_ACP_STDERR_TAIL_BYTES = 64 * 1024;
+/** `terminal: "sandbox"`: most output bytes a terminal keeps (its tail), and the default of `outputByteLimit`: 1 MiB. */
+export const ACP_TERMINAL_OUTPUT_MAX_BYTES = 1024 * 1024;
+/** `terminal: "sandbox"`: most terminals held at once (running or exited, until `terminal/release`): 16. */
+export const ACP_MAX_TERMINALS = 16;
 /** Largest byte bound accepted by the options: 1 GiB. */
 export const MAX_ACP_BOUND_BYTES = 1024 * MIB;
 /** Largest deadline accepted, in milliseconds: 2^31 − 1 (one timer's range). */
@@ -158,19 +164,50 @@ export interface AcpSessionOptions {
    */
   readonly mcpServers?: readonly McpServer[];
   /**
-   * Host file access for the agent (see {@linkcode AcpFileSystemHandlers}). **Grants the
-   * caller's own host authority.**
+   * File access for the agent: `"sandbox"` answers `fs/read_text_file` and
+   * `fs/write_text_file` **inside the sandbox** with its guest file reader and writer (as the
+   * sandbox user, in the guest's own view): paths must be absolute guest paths inside
+   * `/workspace` (others are answered `-32602`), a missing file `-32002`; reads are bounded
+   * by `maxMessageBytes` and honour `line` and `limit`; writes replace the file atomically
+   * (mode `0o644`) where the sandbox user may write (`/workspace/work`). The sandbox must have
+   * `readFile` and `writeFile` (the Docker backend's has). Handlers of your own (see
+   * {@linkcode AcpFileSystemHandlers}) instead **grant the caller's own host authority.**
    *
    * @default {undefined} not offered: `clientCapabilities.fs` is all `false`
    */
-  readonly fileSystem?: AcpFileSystemHandlers;
+  readonly fileSystem?: AcpFileSystemHandlers | "sandbox";
   /**
-   * Host terminals for the agent (see {@linkcode AcpTerminalHandlers}). **Grants the caller's
-   * own host authority.**
+   * Terminals for the agent: `"sandbox"` runs each `terminal/create` as a **sandbox
+   * process**: `/bin/sh -c <command>` when it has no `args`, else `<command>` with the literal
+   * `args` (looked up in `PATH`), in its `cwd` (default the session's `cwd`; confined as a
+   * process `cwd`), with its `env`, stderr into stdout and stdin at end of file; its output
+   * is read all the time and its last `outputByteLimit` bytes are kept (at most and by
+   * default 1 MiB, `ACP_TERMINAL_OUTPUT_MAX_BYTES`; `truncated` says when earlier bytes were
+   * dropped); at most 16 terminals are held until `terminal/release`
+   * (`ACP_MAX_TERMINALS`), and each counts against `policy.maxConcurrentProcesses` while it
+   * runs (policy `processes: "one"` leaves no room: every create fails). `terminal/kill` and
+   * `terminal/release` of a running one end its process group. Handlers of your own (see
+   * {@linkcode AcpTerminalHandlers}) instead **grant the caller's own host authority.**
    *
    * @default {undefined} not offered: `clientCapabilities.terminal` is `false`
    */
-  readonly terminal?: AcpTerminalHandlers;
+  readonly terminal?: AcpTerminalHandlers | "sandbox";
+  /**
+   * Picks the authentication method before the session opens (ACP v1 "Initialization" §
+   * Authentication): called with the agent's `initialize` answer once it arrived; return one
+   * of its `authMethods[].id` and the bridge sends `authenticate { methodId }` before
+   * `session/new`, or `undefined` to send none. The method's credential is whatever the agent
+   * reads for it (an environment variable of the agent's request, a file imported into the
+   * sandbox): `authenticate` only names the method. An id the agent did not offer (or one of
+   * type `"terminal"`, which ACP forbids passing to `authenticate`) rejects opening with
+   * `SandboxConfigurationError`; a callback that throws rejects it with `SandboxAbortedError`
+   * (its `cause` the thrown error); an agent that refuses `authenticate` rejects it with
+   * `AcpAgentError` (`rpcCode`). Every such error carries the `initialize` answer
+   * (`acpInitializeOf(error)`).
+   *
+   * @default {undefined} no `authenticate`: `session/new` follows `initialize`
+   */
+  readonly authenticate?: (agent: InitializeResponse) => MaybePromise<AuthMethodId | undefined>;
   /**
    * Called for each `session/request_permission`; answer with `request.select(optionId)` or
    * `request.deny()`, now or later. A callback that throws (or rejects) before answering
@@ -181,15 +218,18 @@ export interface AcpSessionOptions {
    */
   readonly onPermissionRequest?: (request: AcpPermissionRequest) => MaybePromise<void>;
   /**
-   * Deadline for opening, in milliseconds from the process start: `initialize` and
-   * `session/new` must both be answered within it. Integer from 1 to 2^31 − 1.
+   * Deadline for opening, in milliseconds from the process start: `initialize`,
+   * `authenticate` (when chosen) and `session/new` must all be answered within it. Integer from 1 to 2^31 − 1.
    *
    * @default {60000}
    */
   readonly openTimeoutMs?: number;
   /**
-   * How long `close()` waits for the agent to exit after its stdin was closed, in
-   * milliseconds, before it stops compute anyway. Integer from 1 to 2^31 − 1.
+   * How long `close()` waits for the agent's answer to `session/close` (sent when it
+   * advertises `sessionCapabilities.close`) and for its exit after its stdin was closed, in
+   * milliseconds, before it ends the agent's process group (receipt `killed`, `requested`)
+   * and stops compute. Once the agent answered `session/close` the exit wait is at most
+   * 500 ms (`ACP_CLOSED_SESSION_EXIT_GRACE_MS`). Integer from 1 to 2^31 − 1.
    *
    * @default {5000}
    */
@@ -235,9 +275,11 @@ export interface NormalizedAcpSessionOptions {
   /** See {@linkcode AcpSessionOptions.mcpServers}. */
   readonly mcpServers: readonly McpServer[];
   /** See {@linkcode AcpSessionOptions.fileSystem}. */
-  readonly fileSystem: AcpFileSystemHandlers | undefined;
+  readonly fileSystem: AcpFileSystemHandlers | "sandbox" | undefined;
   /** See {@linkcode AcpSessionOptions.terminal}. */
-  readonly terminal: AcpTerminalHandlers | undefined;
+  readonly terminal: AcpTerminalHandlers | "sandbox" | undefined;
+  /** See {@linkcode AcpSessionOptions.authenticate}. */
+  readonly authenticate: ((agent: InitializeResponse) => MaybePromise<AuthMethodId | undefined>) | undefined;
   /** See {@linkcode AcpSessionOptions.onPermissionRequest}. */
   readonly onPermissionRequest: ((request: AcpPermissionRequest) => MaybePromise<void>) | undefined;
   /** See {@linkcode AcpSessionOptions.openTimeoutMs}. */
@@ -281,12 +323,31 @@ const cwd = text.superRefine((path, context) => {
   if (defect !== undefined) context.addIssue({ code: "custom", message: defect, input: path });
 });
 
+/**
+ * `"sandbox"`, or an object `handlers` accepts; its issues keep their field paths
+ * (`options.terminal.output is required`).
+ */
+function sandboxOr<T extends z.ZodType>(handlers: T): z.ZodType<"sandbox" | z.infer<T>> {
+  return z.unknown().superRefine((value, context) => {
+    if (value === "sandbox") return;
+    if (typeof value === "string") {
+      context.addIssue({ code: "custom", message: 'must be "sandbox" or an object of handlers', input: value });
+      return;
+    }
+    for (const { message, ...issue } of handlers.safeParse(value).error?.issues ?? []) {
+      // An unknown field is worded by the parse's own error map ("is not a known field").
+      context.addIssue({ ...issue, ...(issue.code === "unrecognized_keys" ? {} : { message }), input: value } as never);
+    }
+  }) as unknown as z.ZodType<"sandbox" | z.infer<T>>;
+}
+
 const optionsSchema = z.strictObject({
   clientInfo: z.looseObject({ name: text, version: text, title: text.nullable().optional(), _meta: meta }).optional(),
   cwd: cwd.optional(),
   mcpServers: z.array(mcpServer, { error: expect("must be an array of MCP servers") }).optional(),
-  fileSystem: z.strictObject({ readTextFile: handler.optional(), writeTextFile: handler.optional() }).optional(),
-  terminal: z.strictObject({ create: handler, output: handler, waitForExit: handler, kill: handler, release: handler }).optional(),
+  fileSystem: sandboxOr(z.strictObject({ readTextFile: handler.optional(), writeTextFile: handler.optional() })).optional(),
+  terminal: sandboxOr(z.strictObject({ create: handler, output: handler, waitForExit: handler, kill: handler, release: handler })).optional(),
+  authenticate: handler.optional(),
   onPermissionRequest: handler.optional(),
   openTimeoutMs: timeout().optional(),
   exitTimeoutMs: timeout().optional(),
@@ -323,6 +384,7 @@ export function normalizeAcpSessionOptions(options: AcpSessionOptions): Normaliz
     mcpServers: Object.freeze([...(options.mcpServers ?? [])]),
     fileSystem: options.fileSystem,
     terminal: options.terminal,
+    authenticate: options.authenticate,
     onPermissionRequest: options.onPermissionRequest,
     openTimeoutMs: options.openTimeoutMs ?? DEFAULT_ACP_OPEN_TIMEOUT_MS,
     exitTimeoutMs: options.exitTimeoutMs ?? DEFAULT_ACP_EXIT_TIMEOUT_MS,

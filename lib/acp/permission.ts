@@ -49,8 +49,13 @@ export function denyOutcome(options: readonly PermissionOption[]): RequestPermis
  * // ignore: needs a running ACP session in a sandbox
  * const session = await startAcpSession(sandbox, request, {
  *   onPermissionRequest(permission) {
+ *     // `kind` is optional: judge what the tool call names (a real agent sends the title
+ *     // "Write /workspace/work/out/hello.txt" and no kind; `locations` lists paths when given).
  *     const allow = permission.options.find((option) => option.kind === "allow_once");
- *     if (permission.toolCall.kind === "edit" && allow) permission.select(allow.optionId);
+ *     const { locations, title = "" } = permission.toolCall;
+ *     const paths = locations?.length ? locations.map((location) => location.path) : [title?.split(" ").at(-1) ?? ""];
+ *     const inOut = /^(Write|Edit) /.test(title ?? "") && paths.every((path) => path.startsWith("/workspace/work/out/"));
+ *     if (inOut && allow) permission.select(allow.optionId);
  *     else permission.deny();
  *   },
  * });

@@ -31,6 +31,12 @@ export type InitializeResponse = sdk.InitializeResponse;
 /** The agent's answer to `session/new`: `sessionId` and optional `modes` and `configOptions` (ACP v1 "Session Setup"). */
 export type NewSessionResponse = sdk.NewSessionResponse;
 
+/** An authentication method the agent offers in `initialize`: `id`, `name`, optional `description` (ACP v1 "Initialization" § Authentication). */
+export type AuthMethod = sdk.AuthMethod;
+
+/** The `id` of an {@linkcode AuthMethod}, as `authenticate` sends it (`methodId`). */
+export type AuthMethodId = sdk.AuthMethodId;
+
 /** A client or agent name: `name`, `version`, optional `title`. */
 export type Implementation = sdk.Implementation;
 
@@ -60,6 +66,9 @@ export type TerminalOutputRequest = sdk.TerminalOutputRequest;
 
 /** `terminal/output` answer: `output`, `truncated`, optional `exitStatus`. */
 export type TerminalOutputResponse = sdk.TerminalOutputResponse;
+
+/** How a terminal's command ended: `exitCode` and `signal` (either may be `null`). */
+export type TerminalExitStatus = sdk.TerminalExitStatus;
 
 /** `terminal/wait_for_exit` parameters: `sessionId`, `terminalId`. */
 export type WaitForTerminalExitRequest = sdk.WaitForTerminalExitRequest;

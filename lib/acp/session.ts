@@ -140,10 +140,12 @@ export class AcpSession implements AsyncDisposable {
   }
 
   /**
-   * Release the agent: end the connection (a running turn rejects with a
-   * `SandboxStoppedError`; open permission requests are answered `cancelled`), half-close its
-   * stdin, wait up to `exitTimeoutMs` for it to exit, stop the sandbox's compute and join its
-   * stdout and stderr. Files stay for `sandbox.exportTree()`; `sandbox.destroy()` remains the
+   * Release the agent: a running turn rejects with a `SandboxStoppedError` and open
+   * permission requests are answered `cancelled`; `session/close` is sent when the agent
+   * advertises it; the connection ends, its stdin is half-closed, and it gets up to
+   * `exitTimeoutMs` to exit (500 ms once it answered `session/close`), after which its
+   * process group is ended (receipt `killed`, `requested`); then the sandbox's compute stops
+   * and its stdout and stderr are joined. Files stay for `sandbox.exportTree()`; `sandbox.destroy()` remains the
    * caller's. Idempotent; after a failed stop, call again to retry it.
    *
    * @returns The exit receipt and the stderr tail.

@@ -7,6 +7,7 @@
 import type { Sandbox } from "../sandbox/backend.ts";
 import type { SandboxProcessRequest } from "../sandbox/process.ts";
 import { Bridge } from "./_bridge.ts";
+import { assertGuestFiles } from "./_sandbox_files.ts";
 import { type AcpSessionOptions, normalizeAcpSessionOptions } from "./options.ts";
 import { AcpSession } from "./session.ts";
 
@@ -23,9 +24,11 @@ import { AcpSession } from "./session.ts";
  * caller's to export and destroy.
  *
  * Authority: the agent gets nothing of the host unless granted. `clientCapabilities` advertise
- * no file system and no terminal; permission requests are denied. Passing `fileSystem`,
- * `terminal` or `mcpServers` grants the agent the caller's own host authority through those
- * handlers and servers; `onPermissionRequest` decides permission requests.
+ * no file system and no terminal; permission requests are denied. `fileSystem: "sandbox"` and
+ * `terminal: "sandbox"` serve the agent's `fs/*` and `terminal/*` requests inside the sandbox
+ * (workspace files, sandbox processes); handlers of the caller's own for `fileSystem` or
+ * `terminal`, and `mcpServers`, grant the agent the caller's own host authority;
+ * `onPermissionRequest` decides permission requests.
  *
  * stderr is read all the time into a bounded tail (`session.stderrTail`), because the
  * sandbox bounds unread stdout and stderr together (`maxBufferedOutputBytes`).
@@ -81,6 +84,7 @@ export async function startAcpSession(
   options: AcpSessionOptions = {},
 ): Promise<AcpSession> {
   const normalized = normalizeAcpSessionOptions(options);
+  if (normalized.fileSystem === "sandbox") assertGuestFiles(sandbox);
   const process = await sandbox.reserveProcess(request).start({ signal: normalized.signal });
   const bridge = new Bridge(sandbox, process, normalized);
   return new AcpSession(bridge, await bridge.open());

@@ -15,6 +15,7 @@ import type { SessionUpdate, StopReason } from "./protocol.ts";
  *   updates are bounded by `maxBufferedUpdateBytes`: past it the stream errors with a
  *   `SandboxOutputLimitError`, the turn is cancelled and `stopReason` rejects with the same
  *   error. Cancelling the stream drops the rest of this turn's updates.
+ * - `leadingUpdates`: how many of the first `updates` arrived before this prompt was sent.
  * - `stopReason`: why the agent ended the turn (ACP v1 "Prompt Turn" § Stop Reasons:
  *   `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`, `cancelled`). It rejects with an
  *   `AcpAgentError` when the agent answered the prompt with an error or an unknown stop reason,
@@ -39,4 +40,10 @@ export interface AcpTurn {
   readonly updates: ReadableStream<SessionUpdate>;
   /** Why the agent ended the turn. */
   readonly stopReason: Promise<StopReason>;
+  /**
+   * How many updates at the head of `updates` the agent sent before this prompt was sent
+   * (after the previous turn's answer). Non-zero after a cancelled turn whose agent kept
+   * streaming: those updates belong to the earlier work, not to this prompt.
+   */
+  readonly leadingUpdates: number;
 }

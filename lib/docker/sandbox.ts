@@ -48,6 +48,7 @@ import { guardLoss } from "./keeper/guards.ts";
 import { armExecutionDeadline } from "./process/execution_deadline.ts";
 import { resourceLabels, type SandboxResourceNames } from "./names.ts";
 import { DockerProcessReservation, type ProcessHost } from "./process/process.ts";
+import { confineWorkingDirectory } from "./guest_paths.ts";
 import { ProcessRegistry } from "./process/registry.ts";
 import { runToEnd } from "./process/run.ts";
 import { asSandboxError, isNotFound, unansweredError } from "./_engine_errors.ts";
@@ -296,7 +297,9 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    * @throws {SandboxStoppedError} when compute is stopped
    */
   reserveProcess(request: SandboxProcessRequest): DockerProcessReservation {
-    return this.#reserve(normalizeProcessRequest(request), true);
+    const normalized = normalizeProcessRequest(request);
+    confineWorkingDirectory(normalized.cwd, "reserve process", "request.cwd");
+    return this.#reserve(normalized, true);
   }
 
   /** Reserve the validated `request`; `attachStdin` false: the guest reads `/dev/null`. */
@@ -331,12 +334,14 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    */
   async run(executable: string, args?: readonly string[], options?: SandboxRunOptions): Promise<SandboxRunResult> {
     const request = normalizeRunRequest(executable, args, options);
+    confineWorkingDirectory(request.cwd, "run process", "options.cwd");
     // Validated once: the run's fields are those of a process request. Stdin is attached
     // only when there is input to send (without it the command reads /dev/null).
     const reservation = this.#reserve(Object.freeze({
       executable: request.executable,
       args: request.args,
       env: request.env,
+      cwd: request.cwd,
       maxBufferedOutputBytes: DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
       timeoutMs: request.timeoutMs,
       killDescendantsOnExit: request.killDescendantsOnExit,

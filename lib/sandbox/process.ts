@@ -110,6 +110,21 @@ export interface SandboxProcessRequest {
    */
   readonly env?: Readonly<Record<string, string>>;
   /**
+   * The guest working directory the process starts in: an absolute canonical guest path (as
+   * `executable`). The backend confines it; the Docker backend takes the workspace
+   * (`/workspace`), `HOME` (`/home/sandbox`) or `TMPDIR` (`/tmp`) or a directory below one of
+   * them, and refuses any other with `SandboxConfigurationError` naming the field. The
+   * directory must exist when the process starts (Docker exec `WorkingDir`, Engine API 1.35):
+   * for a missing one the Docker Engine starts nothing, the receipt is `{ kind: "exited",
+   * code: 127 }` and stdout carries the runtime's message (`OCI runtime exec failed: … chdir
+   * to cwd ("…") set in config.json failed: no such file or directory`; measured on Engine
+   * 28.5). It is where the process starts, not a bound: the process may change directory
+   * afterwards.
+   *
+   * @default {"/workspace/work"} for the Docker backend
+   */
+  readonly cwd?: string;
+  /**
    * Bound on process output produced but not yet read, in bytes, combined over stdout and
    * stderr: an integer from 1 to 1 GiB. Exceeding it ends the process (policy `processes:
    * "one"`: stops the whole sandbox) with a `SandboxOutputLimitError`. Output is read from the
@@ -191,6 +206,8 @@ export interface NormalizedSandboxProcessRequest {
   readonly args: readonly string[];
   /** Complete guest environment: {@linkcode FIXED_GUEST_ENV} first, then the request's (frozen). */
   readonly env: Readonly<Record<string, string>>;
+  /** The guest working directory, or `undefined` for the backend's default. */
+  readonly cwd: string | undefined;
   /** Bound on combined unread stdout and stderr, in bytes. */
   readonly maxBufferedOutputBytes: number;
   /** The process's own deadline in milliseconds, or `undefined` for none. */
@@ -431,9 +448,13 @@ export const argsSchema: z.ZodType<string[]> = z.array(
   { error: expect("must be an array of strings") },
 );
 
+/** zod schema of a working directory: an absolute canonical guest path (lexical checks only). */
+export const cwdSchema: z.ZodType<string> = executableSchema;
+
 /** zod schemas of the fields a process request and `run()`'s options share. */
 export const processOptionFields = {
   env: envSchema.optional(),
+  cwd: cwdSchema.optional(),
   timeoutMs: z.number({ error: timeoutBound }).int({ error: timeoutBound }).min(1, { error: timeoutBound })
     .max(Number.MAX_SAFE_INTEGER, { error: timeoutBound }).optional(),
   killDescendantsOnExit: z.boolean({ error: expect("must be a boolean") }).optional(),
@@ -502,6 +523,7 @@ export function normalizeProcessRequest(
     executable: parsed.executable,
     args: Object.freeze([...(parsed.args ?? [])]),
     env: tty === undefined ? env : terminalEnvironment(env, tty),
+    cwd: parsed.cwd,
     maxBufferedOutputBytes: parsed.maxBufferedOutputBytes ?? DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
     timeoutMs: parsed.timeoutMs,
     killDescendantsOnExit: parsed.killDescendantsOnExit ?? false,

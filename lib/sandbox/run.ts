@@ -45,6 +45,15 @@ export interface SandboxRunOptions {
    */
   readonly env?: Readonly<Record<string, string>>;
   /**
+   * The guest working directory the command starts in, as a process request's `cwd`: an
+   * absolute canonical guest path the backend confines (Docker backend: `/workspace`,
+   * `/home/sandbox`, `/tmp` or below). It must exist: for a missing one the result is exit
+   * code 127 with the runtime's `chdir to cwd` message on stdout.
+   *
+   * @default {"/workspace/work"} for the Docker backend
+   */
+  readonly cwd?: string;
+  /**
    * The command's standard input: bytes, UTF-8 text, a `Blob` or a byte stream; it is
    * half-closed after the last byte. A command that exits without reading all of it is not
    * an error.
@@ -203,6 +212,8 @@ export interface NormalizedRunRequest {
   readonly args: readonly string[];
   /** Complete guest environment (frozen). */
   readonly env: Readonly<Record<string, string>>;
+  /** The guest working directory, or `undefined` for the backend's default. */
+  readonly cwd: string | undefined;
   /** The input, or `undefined` for none. */
   readonly stdin: Uint8Array | string | Blob | ReadableStream<Uint8Array> | undefined;
   /** The command's deadline, milliseconds. */
@@ -258,6 +269,7 @@ export function normalizeRunRequest(executable: string, args: readonly string[] 
     executable: path,
     args: Object.freeze([...literal]),
     env: guestEnvironment(parsed.env, ACTION, "options.env"),
+    cwd: parsed.cwd,
     stdin: parsed.stdin,
     timeoutMs: parsed.timeoutMs,
     maxOutputBytes: parsed.maxOutputBytes ?? DEFAULT_MAX_RUN_OUTPUT_BYTES,

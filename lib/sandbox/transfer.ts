@@ -178,7 +178,7 @@ export interface SandboxExportOptions extends SandboxTransferOptions {
 }
 
 /**
- * One regular file or directory to import. Ownership is not part of it: the backend writes
+ * One regular file, directory or symbolic link to import. Ownership is not part of it: the backend writes
  * every entry as the sandbox user so the non-root process can use it.
  *
  * `TarEntry` values from `readTar` and {@linkcode SandboxExportEntry} values do not fit this
@@ -207,9 +207,23 @@ export interface SandboxImportEntry {
    * character, at most 4096 bytes of UTF-8.
    */
   readonly path: string;
-  /** `"file"` (a regular file) or `"directory"`. */
-  readonly type: "file" | "directory";
-  /** Permission bits, 0 … 0o7777 (setuid, setgid and sticky included). */
+  /**
+   * `"file"` (a regular file), `"directory"` or `"symlink"` (a symbolic link to `target`,
+   * size 0, no body).
+   */
+  readonly type: "file" | "directory" | "symlink";
+  /**
+   * A symlink's target, as the link will hold it: a relative `/`-separated path (leading
+   * `..` segments allowed, no empty or `.` segment, no NUL, backslash or control character,
+   * at most 4096 bytes of UTF-8) that, resolved from the link's own directory, names an entry
+   * inside the import root other than the root itself — never an absolute path and never a
+   * path leaving the imported tree. Only symlinks take one. A link's target is not checked
+   * to exist (`importDirectory` checks it on the host).
+   *
+   * @default {undefined}
+   */
+  readonly target?: string;
+  /** Permission bits, 0 … 0o7777 (setuid, setgid and sticky included; ignored for a symlink). */
   readonly mode: number;
   /**
    * Modification time in whole seconds since the epoch, 0 … 8,589,934,591.

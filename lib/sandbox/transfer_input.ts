@@ -6,6 +6,7 @@
  * @module
  */
 import { z } from "zod";
+import { pathDefect } from "../internal/path_defects.ts";
 import { SandboxConfigurationError, SandboxUnsupportedError } from "./errors.ts";
 import { parseSandboxRelativePath } from "./paths.ts";
 import { MAX_OCTAL_11 } from "../tar/limits.ts";
@@ -118,7 +119,8 @@ function checkedPath(path: string, field: string, action: string): string {
 
 const entrySchema = z.object({
   path: z.string(),
-  type: z.enum(["file", "directory"]),
+  type: z.enum(["file", "directory", "symlink"]),
+  target: z.string().optional(),
   mode: z.number().int().min(0).max(0o7777, { error: "must be at most 0o7777 (permission bits)" }),
   mtime: z.number().int().min(0).max(MAX_MTIME, { error: `must be whole seconds from 0 to ${MAX_MTIME}` }).optional(),
   size: count,
@@ -130,7 +132,9 @@ export interface ParsedImportEntry {
   /** Canonical relative path. */
   readonly path: string;
   /** Entry type. */
-  readonly type: "file" | "directory";
+  readonly type: "file" | "directory" | "symlink";
+  /** A symlink's target (relative, inside the import root), else `undefined`. */
+  readonly target: string | undefined;
   /** Permission bits, 0 … 0o7777. */
   readonly mode: number;
   /** Seconds since the epoch, or `undefined` for the import's time. */
@@ -165,12 +169,52 @@ export function parseImportEntry(entry: unknown, index: number, action: string):
   if (parsed.type === "file" && parsed.size > 0 && parsed.body === undefined) {
     throw new SandboxConfigurationError(`Cannot ${action}: entry[${index}].body is required for a file of ${parsed.size} bytes`);
   }
+  if (parsed.type === "symlink") {
+    if (parsed.size !== 0 || parsed.body !== undefined) {
+      throw new SandboxConfigurationError(`Cannot ${action}: entry[${index}] (symlink '${path}') must have size 0 and no body`);
+    }
+    const defect = parsed.target === undefined ? "is required for a symlink" : linkTargetDefect(path, parsed.target);
+    if (defect !== undefined) {
+      throw new SandboxConfigurationError(
+        `Cannot ${action}: entry[${index}].target of symlink '${path}' ${defect}; import only links that stay inside the imported tree ` +
+          "(importDirectory: links \"skip\" drops links)",
+      );
+    }
+  } else if (parsed.target !== undefined) {
+    throw new SandboxConfigurationError(`Cannot ${action}: entry[${index}].target is only for a symlink, not a ${parsed.type}`);
+  }
   return {
     path,
     type: parsed.type,
+    target: parsed.target,
     mode: parsed.mode,
     mtime: parsed.mtime,
     size: parsed.size,
     body: parsed.body as ReadableStream<Uint8Array> | undefined,
   };
+}
+
+/**
+ * Why a symlink at `path` (canonical, relative to the import root) may not hold `target`,
+ * or `undefined` when `target` is relative and, resolved lexically from the link's
+ * directory, names an entry strictly inside the root.
+ *
+ * @param path The link's canonical relative path.
+ * @param target The link's target.
+ * @returns A reason starting with "must", or `undefined`.
+ */
+export function linkTargetDefect(path: string, target: string): string | undefined {
+  if (typeof target !== "string") return "must be a string";
+  if (target.startsWith("/")) return `must be relative, not the absolute path ${JSON.stringify(target)}`;
+  // Leading ".." segments are what a link inside a tree uses ("../pkg/bin/cli.js"); the
+  // lexical checks of a canonical path apply to the rest.
+  const segments = target.split("/");
+  let ups = 0;
+  while (segments[ups] === "..") ups += 1;
+  const rest = segments.slice(ups).join("/");
+  const defect = rest === "" ? "must name an entry below its leading '..' segments" : pathDefect(rest, false);
+  if (defect !== undefined) return defect;
+  const depth = path.split("/").length - 1;
+  if (ups > depth) return `must not leave the imported tree (${JSON.stringify(target)} from '${path}' climbs ${ups - depth} level(s) above its root)`;
+  return undefined;
 }

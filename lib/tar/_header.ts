@@ -13,6 +13,7 @@ export const FIELD = {
   mtime: [136, 12],
   checksum: [148, 8],
   typeflag: [156, 1],
+  linkname: [157, 100],
   magic: [257, 6],
   version: [263, 2],
   prefix: [345, 155],

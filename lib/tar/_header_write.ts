@@ -7,8 +7,10 @@ import { writeOctal } from "./_octal.ts";
 export interface HeaderFields extends HeaderNumbers {
   readonly name: Uint8Array;
   readonly prefix?: Uint8Array;
-  /** `0` regular file, `5` directory, `x` PAX extended header. */
-  readonly typeflag: "0" | "5" | "x";
+  /** A symbolic link's target (at most 100 bytes; a longer one goes in a PAX `linkpath`). */
+  readonly linkname?: Uint8Array;
+  /** `0` regular file, `2` symbolic link, `5` directory, `x` PAX extended header. */
+  readonly typeflag: "0" | "2" | "5" | "x";
 }
 
 const encoder = new TextEncoder();
@@ -24,6 +26,7 @@ export function encodeHeader(fields: HeaderFields): Uint8Array {
   writeOctal(block, ...FIELD.size, fields.size);
   writeOctal(block, ...FIELD.mtime, fields.mtime);
   block[FIELD.typeflag[0]] = fields.typeflag.charCodeAt(0);
+  if (fields.linkname) block.set(fields.linkname, FIELD.linkname[0]);
   block.set(MAGIC, FIELD.magic[0]);
   writeOctal(block, 329, 8, 0); // devmajor
   writeOctal(block, 337, 8, 0); // devminor
@@ -52,10 +55,13 @@ export function splitUstarPath(path: string): { name: Uint8Array; prefix?: Uint8
   return undefined;
 }
 
-/** The PAX record block `"<length> path=<path>\n"` (length counting the whole record). */
-export function paxPathRecord(path: string): Uint8Array {
-  const body = encoder.encode(` path=${path}\n`);
+/**
+ * The PAX record `"<length> <key>=<value>\n"` (length counting the whole record); `key` is
+ * `path` by default, `linkpath` for a long link target.
+ */
+export function paxPathRecord(path: string, key: "path" | "linkpath" = "path"): Uint8Array {
+  const body = encoder.encode(` ${key}=${path}\n`);
   let length = body.length + 1;
   while (String(length).length + body.length !== length) length = String(length).length + body.length;
-  return encoder.encode(`${length} path=${path}\n`);
+  return encoder.encode(`${length} ${key}=${path}\n`);
 }

@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { tarError } from "./_fail.ts";
 import { encodeHeader, paxPathRecord, splitUstarPath } from "./_header_write.ts";
-import { BLOCK, MAX_CHUNK, MAX_ENTRY_SIZE, paddingOf } from "./limits.ts";
+import { BLOCK, MAX_CHUNK, MAX_ENTRY_SIZE, MAX_PATH_BYTES, paddingOf } from "./limits.ts";
+import { utf8ByteLength } from "../streams/utf8.ts";
 import { checkPath } from "./_path.ts";
 import type { TarError, TarErrorOptions } from "./error.ts";
 
 /**
- * One regular file or directory for {@linkcode writeTar}.
+ * One regular file, directory or symbolic link for {@linkcode writeTar}.
  *
  * @example
  * ```ts
@@ -33,8 +34,15 @@ export interface TarWriterEntry {
    * `/` only on a directory (it is added for directories anyway).
    */
   readonly path: string;
-  /** Entry type. */
-  readonly type: "file" | "directory";
+  /** Entry type (`"symlink"`: a symbolic link, ustar typeflag `2`). */
+  readonly type: "file" | "directory" | "symlink";
+  /**
+   * A symbolic link's target, written as it is (never resolved): 1 to 4096 UTF-8 bytes,
+   * no NUL; one longer than 100 bytes or not ASCII goes in a PAX `linkpath` record. Only on
+   * a symlink, which has size 0 and no body.
+   * @default undefined
+   */
+  readonly target?: string;
   /** Permission bits, 0 to 0o7777. */
   readonly mode: number;
   /** Modification time in whole seconds since the epoch, 0 to 8589934591. */
@@ -62,7 +70,9 @@ export interface TarWriterEntry {
 const MAX_ID = 0o7777777;
 const entrySchema = z.object({
   path: z.string(),
-  type: z.enum(["file", "directory"]),
+  type: z.enum(["file", "directory", "symlink"]),
+  target: z.string().min(1).max(MAX_PATH_BYTES).refine((target) => !target.includes("\0") && target.isWellFormed() && utf8ByteLength(target) <= MAX_PATH_BYTES)
+    .optional(),
   mode: z.number().int().min(0).max(0o7777),
   mtime: z.number().int().min(0).max(0o77777777777),
   uid: z.number().int().min(0).max(MAX_ID).optional(),
@@ -80,7 +90,8 @@ function writeError(code: TarError["code"], reason: string, options: TarErrorOpt
 /**
  * Writes entries as a ustar archive. A path that is not ASCII or does not fit the ustar
  * `name` (100 bytes) and `prefix` (155 bytes) fields gets a PAX `x` header with a single
- * `path` record. The archive ends with two zero blocks (no padding to a 10240-byte record).
+ * `path` record; a symlink's target that is not ASCII or longer than 100 bytes goes in a
+ * `linkpath` record of the same header. The archive ends with two zero blocks (no padding to a 10240-byte record).
  *
  * The stream is pull-based (high-water mark 0): the next entry and the next body chunk are
  * read only when the consumer asks; chunks are at most 64 KiB. Duplicate paths and
@@ -142,28 +153,43 @@ async function* produce(
         throw writeError("invalid_entry", `invalid entry: ${z.prettifyError(parsed.error)}`, { ...where, cause: parsed.error });
       }
       const entry = parsed.data;
-      const path = checkPath(entry.path, entry.type);
+      const path = checkPath(entry.path, entry.type === "directory" ? "directory" : "file");
       if (typeof path !== "string") throw writeError(path.code, path.reason, where);
       if (entry.size > MAX_ENTRY_SIZE) {
         throw writeError("size_limit", `size ${entry.size} above ${MAX_ENTRY_SIZE} bytes`, where);
       }
-      if (entry.type === "directory" && (entry.size !== 0 || entry.body !== undefined)) {
-        throw writeError("invalid_entry", "directory with a size or a body", where);
+      if (entry.type !== "file" && (entry.size !== 0 || entry.body !== undefined)) {
+        throw writeError("invalid_entry", `${entry.type} with a size or a body`, where);
+      }
+      if ((entry.type === "symlink") !== (entry.target !== undefined)) {
+        throw writeError("invalid_entry", entry.type === "symlink" ? "symlink without a target" : `${entry.type} with a target`, where);
       }
       const stored = entry.type === "directory" ? `${path}/` : path;
       const fields = { mode: entry.mode, uid: entry.uid ?? 0, gid: entry.gid ?? 0, mtime: entry.mtime };
-      let placed = splitUstarPath(stored);
-      if (placed === undefined) {
-        const records = paxPathRecord(stored);
-        const pax = new Uint8Array(BLOCK + records.length + paddingOf(records.length));
-        pax.set(encodeHeader({ ...fields, name: encoder.encode("PaxHeader"), size: records.length, typeflag: "x" }));
-        pax.set(records, BLOCK);
+      const placed = splitUstarPath(stored);
+      // deno-lint-ignore no-control-regex
+      const shortTarget = entry.target !== undefined && /^[\x01-\x7f]{1,100}$/.test(entry.target);
+      const records = [
+        ...(placed === undefined ? [paxPathRecord(stored)] : []),
+        ...(entry.target !== undefined && !shortTarget ? [paxPathRecord(entry.target, "linkpath")] : []),
+      ];
+      if (records.length > 0) {
+        const length = records.reduce((sum, record) => sum + record.length, 0);
+        const pax = new Uint8Array(BLOCK + length + paddingOf(length));
+        pax.set(encodeHeader({ ...fields, name: encoder.encode("PaxHeader"), size: length, typeflag: "x" }));
+        let at = BLOCK;
+        for (const record of records) {
+          pax.set(record, at);
+          at += record.length;
+        }
         offset += pax.length;
         yield pax;
-        placed = { name: encoder.encode(standIn(path, entry.type)) };
       }
+      const named = placed ?? { name: encoder.encode(standIn(path, entry.type)) };
+      const linkname = entry.target === undefined ? undefined : encoder.encode(shortTarget ? entry.target : standIn(entry.target, "symlink"));
+      const typeflag = entry.type === "file" ? "0" : entry.type === "symlink" ? "2" : "5";
       offset += BLOCK;
-      yield encodeHeader({ ...fields, ...placed, size: entry.size, typeflag: entry.type === "file" ? "0" : "5" });
+      yield encodeHeader({ ...fields, ...named, linkname, size: entry.size, typeflag });
       if (entry.type === "file") {
         handedOver = true;
         yield* body(entry.body, entry.size, where, onBody);
@@ -183,7 +209,7 @@ async function* produce(
  * The ustar `name` of an entry whose path is in a PAX record, for readers without PAX: its
  * last segment in printable ASCII, at most 99 bytes (never a traversal).
  */
-function standIn(path: string, type: "file" | "directory"): string {
+function standIn(path: string, type: "file" | "directory" | "symlink"): string {
   const last = path.slice(path.lastIndexOf("/") + 1).replace(/[^\x20-\x7e]/g, "_").slice(0, 99);
   return type === "directory" ? `${last}/` : last;
 }

@@ -61,3 +61,32 @@ engineTest("AcpSession prompt signal: an abort cancels the turn, which ends with
     await session.close();
   }, { image: nodeImage, policy: acpPolicy });
 });
+
+engineTest("AcpSession: updates a cancelled turn's agent sends after its answer lead the next turn, counted by leadingUpdates", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    await importAgent(sandbox);
+    // The agent asks for /lingered after its late chunk: once asked, the chunk has arrived.
+    let lingered!: () => void;
+    const marker = new Promise<void>((resolve) => (lingered = resolve));
+    const session = await startAcpSession(sandbox, agentRequest(), {
+      fileSystem: {
+        readTextFile: ({ path }) => {
+          if (path === "/lingered") lingered();
+          return { content: "" };
+        },
+      },
+    });
+    const turn = session.prompt("linger");
+    assert.equal(turn.leadingUpdates, 0);
+    assert.equal(await firstChunk(turn.updates), "turn 1: lingering");
+    await session.cancel();
+    assert.equal(await turn.stopReason, "cancelled");
+    await marker;
+    const next = session.prompt("flood 1 1");
+    assert.equal(next.leadingUpdates, 1);
+    const updates = await collect(next.updates);
+    assert.deepEqual(updates.map((update) => messageText([update])), ["late output of turn 1", "x"]);
+    assert.equal(await next.stopReason, "end_turn");
+    await session.close();
+  }, { image: nodeImage, policy: acpPolicy });
+});

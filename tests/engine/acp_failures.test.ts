@@ -2,7 +2,7 @@
 // answers `initialize`, an abort while opening, an agent that ignores the end of its stdin,
 // and every bound pushed past (message size, unread updates, stderr).
 import assert from "node:assert/strict";
-import { SandboxAbortedError, SandboxDeadlineError, SandboxOutputLimitError } from "../../lib/sandbox/errors.ts";
+import { SandboxAbortedError, SandboxDeadlineError, SandboxOutputLimitError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
@@ -132,13 +132,35 @@ engineTest("startAcpSession: an abort while initialize is pending rejects with S
   }, { image: nodeImage, policy: acpPolicy });
 });
 
-engineTest("AcpSession close(): an agent that keeps running after stdin closed is stopped after exitTimeoutMs", async (engine) => {
+engineTest("AcpSession close(): an agent that keeps running after stdin closed has its process group ended after exitTimeoutMs", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
     await importAgent(sandbox);
     const session = await startAcpSession(sandbox, agentRequest("--ignore-eof"), { exitTimeoutMs: 1_000 });
     const receipt = await session.close();
-    assert.deepEqual(receipt.exit, { kind: "unavailable", reason: "sandbox_stopped" });
+    assert.deepEqual(receipt.exit, { kind: "killed", reason: "requested", code: 137 });
+    assert.equal(receipt.stderrTail, "fixture agent: stdin ended, running on as asked\n");
     await assertKeeperGone(engine, sandbox);
+  }, { image: nodeImage, policy: acpPolicy });
+});
+
+engineTest("AcpSession close(): after session/close is answered an agent that ignores stdin EOF is ended without waiting exitTimeoutMs", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    await importAgent(sandbox);
+    const exitTimeoutMs = 90_000;
+    const session = await startAcpSession(sandbox, agentRequest("--ignore-eof", "--session-close"), { exitTimeoutMs });
+    assert.deepEqual(session.agent.agentCapabilities?.sessionCapabilities, { close: {} });
+    const turn = session.prompt("wait");
+    const started = performance.now();
+    const receipt = await session.close();
+    assert.ok(performance.now() - started < exitTimeoutMs, "close() did not wait for exitTimeoutMs");
+    assert.deepEqual(receipt.exit, { kind: "killed", reason: "requested", code: 137 });
+    await assert.rejects(turn.stopReason, (error) => error instanceof SandboxStoppedError && error.message === "Cannot continue ACP session: it was closed");
+    await assertKeeperGone(engine, sandbox);
+    const closed = await sandbox.exportTree({ kind: "file", path: "work/session-closed" });
+    for await (const entry of closed) {
+      assert.equal(entry.size, 0, "the agent answered session/close");
+      await entry.body.cancel();
+    }
   }, { image: nodeImage, policy: acpPolicy });
 });
 

@@ -1,11 +1,12 @@
 // importTree then exportTree on a real Engine: bytes, modes, times and structure round-trip
 // exactly; the host helpers do the same through a host directory.
 import assert from "node:assert/strict";
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportToDirectory } from "../../lib/docker/files/export_to_directory.ts";
 import { importDirectory } from "../../lib/docker/files/import_directory.ts";
+import { SandboxConfigurationError } from "../../lib/sandbox/errors.ts";
 import { engineTest } from "./_engine.ts";
 import { bytes, importEntries, type Planned, readExport, runGuest, sha256 } from "./_files.ts";
 import { withSandbox } from "./_sandbox.ts";
@@ -97,6 +98,40 @@ engineTest("importDirectory and exportToDirectory round-trip a host tree through
       assert.equal((await stat(join(target, "src/util"))).mode & 0o777, 0o750);
       assert.equal(Math.floor((await stat(join(target, "package.json"))).mtimeMs / 1000), 1_650_000_000);
       assert.deepEqual((await readdir(root)).sort(), ["copy", "project"], "no temporary sibling is left");
+    });
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+engineTest("importDirectory links \"inside\" imports an npm-style tree whose .bin links work in the guest", async (engine) => {
+  const root = await mkdtemp(join(tmpdir(), "agentcell-files-links-"));
+  try {
+    const source = join(root, "agent");
+    await mkdir(join(source, "node_modules/.bin"), { recursive: true });
+    await mkdir(join(source, "node_modules/pkg/bin"), { recursive: true });
+    await writeFile(join(source, "node_modules/pkg/bin/cli.sh"), "#!/bin/sh\necho \"cli from $(dirname \"$(readlink -f \"$0\")\")\"\n");
+    await chmod(join(source, "node_modules/pkg/bin/cli.sh"), 0o755);
+    await symlink("../pkg/bin/cli.sh", join(source, "node_modules/.bin/cli"));
+    await symlink("pkg", join(source, "node_modules/alias"));
+    await withSandbox(engine, async (sandbox) => {
+      const receipt = await sandbox.importTree(importDirectory(source, { links: "inside" }));
+      assert.deepEqual(receipt, { files: 7, bytes: 59 });
+      const result = await sandbox.run("/bin/sh", ["-c", "readlink node_modules/.bin/cli; readlink node_modules/alias; node_modules/.bin/cli; ls node_modules/alias/bin; stat -c %u node_modules/.bin/cli"]);
+      assert.equal(result.stdoutText, `../pkg/bin/cli.sh\npkg\ncli from /workspace/work/node_modules/pkg/bin\ncli.sh\n${UID}\n`, result.stderrText);
+      // A hand-made entry that would leave the tree is refused before anything is sent.
+      const refused = await sandbox.importTree([{ path: "up", type: "symlink", target: "../../etc", mode: 0o777, size: 0 }]).catch((error) => error);
+      assert.ok(refused instanceof SandboxConfigurationError && refused.code === "configuration", String(refused));
+      assert.match(refused.message, /^Cannot import files: entry\[0\]\.target of symlink 'up' must not leave the imported tree/);
+      assert.equal((await sandbox.run("/bin/sh", ["-c", "test -e up || test -L up; echo $?"])).stdoutText, "1\n");
+      // Nothing is written through a link sent before.
+      const below = await sandbox.importTree([
+        { path: "via", type: "symlink", target: "node_modules", mode: 0o777, size: 0 },
+        { path: "via/x.txt", type: "file", mode: 0o644, size: 0 },
+      ]).catch((error) => error);
+      assert.ok(below instanceof SandboxConfigurationError, String(below));
+      assert.match(below.message, /^Cannot import files: entry\[1\] 'via\/x\.txt' lies below the symlink 'via' sent before; send each path once, and nothing below a link/);
+      assert.equal((await sandbox.run("/bin/sh", ["-c", "test -e node_modules/x.txt; echo $?"])).stdoutText, "1\n");
     });
   } finally {
     await rm(root, { recursive: true, force: true });

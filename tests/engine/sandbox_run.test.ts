@@ -142,3 +142,26 @@ engineTest("lines() reads a process's stdout live, line by line", async (engine)
     assert.deepEqual(await process.exit, { kind: "exited", code: 0 });
   });
 });
+
+engineTest("DockerSandbox run() and processes start in cwd; a cwd outside the guest roots is refused, a missing one exits 127", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    assert.equal((await sandbox.run("/bin/pwd")).stdoutText, "/workspace/work\n", "the default");
+    assert.equal((await sandbox.run("/bin/mkdir", ["-p", "/workspace/work/sub dir"])).exit.code, 0);
+    assert.equal((await sandbox.run("/bin/pwd", [], { cwd: "/workspace/work/sub dir" })).stdoutText, "/workspace/work/sub dir\n");
+    assert.equal((await sandbox.run("/bin/sh", ["-c", "pwd; ls"], { cwd: "/workspace" })).stdoutText, "/workspace\nwork\n");
+    const process = await sandbox.reserveProcess({ executable: "/bin/pwd", cwd: "/tmp" }).start();
+    const [out] = await Promise.all([new Response(process.stdout).text(), process.stderr.pipeTo(new WritableStream())]);
+    assert.equal(out, "/tmp\n");
+    assert.deepEqual(await process.exit, { kind: "exited", code: 0 });
+
+    const outside = await sandbox.run("/bin/pwd", [], { cwd: "/etc" }).catch((error) => error);
+    assert.ok(outside instanceof SandboxConfigurationError && outside.code === "configuration", String(outside));
+    assert.match(outside.message, /^Cannot run process: options\.cwd "\/etc" must be \/workspace, \/home\/sandbox, \/tmp or a directory below one of them; /);
+    assert.throws(() => sandbox.reserveProcess({ executable: "/bin/pwd", cwd: "/workspace/../etc" }), /^SandboxConfigurationError: Cannot reserve process: request\.cwd must not contain a '\.\.' segment$/);
+
+    const missing = await sandbox.run("/bin/pwd", [], { cwd: "/workspace/work/missing" });
+    assert.deepEqual(missing.exit, { kind: "exited", code: 127 });
+    assert.match(missing.stdoutText, /chdir to cwd \("\/workspace\/work\/missing"\).*no such file or directory/);
+    assert.equal(sandbox.state, "running");
+  });
+});

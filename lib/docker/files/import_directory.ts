@@ -1,14 +1,16 @@
 /**
  * {@linkcode importDirectory}: a host directory as import entries, without following links.
+ * Symbolic links are refused, skipped, or kept as links when they stay inside the tree.
  *
  * @module
  */
 import { constants } from "node:fs";
-import { type FileHandle, lstat, open, readdir } from "node:fs/promises";
-import { isAbsolute, join } from "node:path";
+import { type FileHandle, lstat, open, readdir, readlink, realpath } from "node:fs/promises";
+import { isAbsolute, join, sep } from "node:path";
 import { SandboxConfigurationError, SandboxConflictError } from "../../sandbox/errors.ts";
 import type { SandboxImportEntry } from "../../sandbox/transfer.ts";
 import { pathDefect } from "../../internal/path_defects.ts";
+import { linkTargetDefect } from "../../sandbox/transfer_input.ts";
 import { markPoolable, READ_BUFFER_BYTES, type ReadBufferPool } from "./_read_buffers.ts";
 import { denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
 
@@ -30,14 +32,59 @@ interface HostStat {
 }
 
 /**
+ * What {@linkcode importDirectory} does with a symbolic link below its root.
+ *
+ * - `"refuse"`: the walk fails on the first link (`SandboxConfigurationError`).
+ * - `"skip"`: links are left out (and never read); the rest of the tree is imported.
+ * - `"inside"`: a link is imported as a symlink with the same target when the target is
+ *   relative, names an entry strictly inside the tree from the link's own directory (leading
+ *   `..` segments only), and the host resolves the whole chain (`realpath`) to an existing
+ *   entry inside the tree; any other link — absolute, leaving the tree, through a link that
+ *   leaves it, or dangling — fails the walk with `SandboxConfigurationError` naming its
+ *   path. This is what an npm-installed tree needs (`node_modules/.bin/x -> ../pkg/cli.js`).
+ *
+ * Either way a link is never followed to read what it points at: only its target text is
+ * read, and `realpath` checks where it leads.
+ *
+ * @example
+ * ```ts
+ * import type { ImportDirectoryLinks } from "./import_directory.ts";
+ *
+ * const links: ImportDirectoryLinks = "inside";
+ * ```
+ */
+export type ImportDirectoryLinks = "refuse" | "skip" | "inside";
+
+/**
+ * Options of {@linkcode importDirectory}.
+ *
+ * @example
+ * ```ts
+ * import type { ImportDirectoryOptions } from "./import_directory.ts";
+ *
+ * const options: ImportDirectoryOptions = { links: "skip" };
+ * ```
+ */
+export interface ImportDirectoryOptions {
+  /**
+   * What a symbolic link below the root becomes (see {@linkcode ImportDirectoryLinks}). The
+   * root itself being a link always fails.
+   *
+   * @default {"refuse"}
+   */
+  readonly links?: ImportDirectoryLinks;
+}
+
+/**
  * Walks a host directory (with `node:fs/promises`, on Deno, Bun and Node) and yields its
  * contents as entries for `importTree`: every directory before what it holds, names in
  * sorted order, paths relative to `hostPath` (the directory itself is not an entry), modes
  * `& 0o7777`, modification times in whole seconds. Ownership is not read (the import sets
  * it).
  *
- * Links are never followed: a symbolic link anywhere below `hostPath`, or `hostPath` itself
- * being one, fails the walk; so do sockets, FIFOs and devices, names that are not valid
+ * Links are never followed: by default a symbolic link anywhere below `hostPath`, or
+ * `hostPath` itself being one, fails the walk (`options.links` skips links below the root or
+ * keeps those inside the tree as links); so do sockets, FIFOs and devices, names that are not valid
  * UTF-8, and paths `importTree` would refuse (a backslash or control character, a name over
  * 255 bytes, a path over 4096 bytes). The tree is checked once completely before the first
  * entry is yielded, so such a tree fails before anything is sent (a change between that
@@ -51,9 +98,11 @@ interface HostStat {
  * current path, not the tree.
  *
  * @param hostPath Absolute path of an existing directory on the host.
+ * @param options What links become.
  * @returns The entries (each iteration walks afresh).
- * @throws {SandboxConfigurationError} At once for a `hostPath` that is not an absolute path.
- *   While iterating: `configuration` for a symlink, a special file, a name that is not UTF-8,
+ * @throws {SandboxConfigurationError} At once for a `hostPath` that is not an absolute path
+ *   or an unknown `options.links`. While iterating: `configuration` for a symlink (`links`
+ *   `"refuse"`; with `"inside"` one that is absolute, leaves the tree or dangles), a special file, a name that is not UTF-8,
  *   a path `importTree` would refuse or the host cannot name (`ENAMETOOLONG`), or a
  *   `hostPath` that is missing, unreadable or not a directory; a body stream errors with
  *   `SandboxConflictError` (`conflict`) when its file changed since it was listed. Other file
@@ -70,11 +119,15 @@ interface HostStat {
  * console.log(`${receipt.files} entries, ${receipt.bytes} bytes`);
  * ```
  */
-export function importDirectory(hostPath: string): AsyncIterable<SandboxImportEntry> {
+export function importDirectory(hostPath: string, options: ImportDirectoryOptions = {}): AsyncIterable<SandboxImportEntry> {
   if (typeof hostPath !== "string" || !isAbsolute(hostPath) || hostPath.includes("\0")) {
     throw new SandboxConfigurationError(`Cannot ${ACTION}: hostPath must be an absolute path`);
   }
-  return { [Symbol.asyncIterator]: () => walk(hostPath) };
+  const links = options?.links ?? "refuse";
+  if (links !== "refuse" && links !== "skip" && links !== "inside") {
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: options.links must be "refuse", "skip" or "inside"`);
+  }
+  return { [Symbol.asyncIterator]: () => walk(hostPath, links) };
 }
 
 /** One directory being walked: its relative path and its sorted child names. */
@@ -84,13 +137,13 @@ interface Level {
   next: number;
 }
 
-async function* walk(root: string): AsyncGenerator<SandboxImportEntry, void, undefined> {
-  for await (const _ of tree(root, false)) { /* the first walk only checks */ }
-  yield* tree(root, true);
+async function* walk(root: string, links: ImportDirectoryLinks): AsyncGenerator<SandboxImportEntry, void, undefined> {
+  for await (const _ of tree(root, false, links)) { /* the first walk only checks */ }
+  yield* tree(root, true, links);
 }
 
 /** One walk of the tree; `bodies` gives files their body streams (the yielding walk). */
-async function* tree(root: string, bodies: boolean): AsyncGenerator<SandboxImportEntry, void, undefined> {
+async function* tree(root: string, bodies: boolean, links: ImportDirectoryLinks): AsyncGenerator<SandboxImportEntry, void, undefined> {
   let top: HostStat;
   try {
     top = await lstat(root) as HostStat;
@@ -125,7 +178,11 @@ async function* tree(root: string, bodies: boolean): AsyncGenerator<SandboxImpor
     }
     const mode = stat.mode & 0o7777;
     const mtime = Math.max(0, Math.floor(stat.mtimeMs / 1000));
-    if (stat.isSymbolicLink()) throw linkError(hostFile);
+    if (stat.isSymbolicLink()) {
+      if (links === "refuse") throw linkError(hostFile);
+      if (links === "inside") yield { path, type: "symlink", target: await insideTarget(root, path, hostFile), mode: 0o777, mtime, size: 0 };
+      continue;
+    }
     if (stat.isDirectory()) {
       yield { path, type: "directory", mode, mtime, size: 0 };
       stack.push({ path, names: await names(hostFile), next: 0 });
@@ -138,7 +195,42 @@ async function* tree(root: string, bodies: boolean): AsyncGenerator<SandboxImpor
 }
 
 function linkError(path: string): SandboxConfigurationError {
-  return new SandboxConfigurationError(`Cannot ${ACTION}: '${path}' is a symbolic link; links are never followed`);
+  return new SandboxConfigurationError(
+    `Cannot ${ACTION}: '${path}' is a symbolic link; links are never followed (options.links "skip" leaves them out, "inside" keeps those that stay inside the tree)`,
+  );
+}
+
+/**
+ * The target of the link at `hostFile` (relative path `path` below `root`), when it stays
+ * inside the tree lexically and the host resolves it to an existing entry inside the tree.
+ *
+ * @throws {SandboxConfigurationError} naming the link, its target and why it is refused
+ */
+async function insideTarget(root: string, path: string, hostFile: string): Promise<string> {
+  const raw = await readlink(hostFile, { encoding: "buffer" });
+  let target: string;
+  try {
+    target = utf8.decode(raw);
+  } catch {
+    throw new SandboxConfigurationError(`Cannot ${ACTION}: the target of the symbolic link '${hostFile}' is not valid UTF-8`);
+  }
+  const refuse = (reason: string, cause?: unknown) =>
+    new SandboxConfigurationError(
+      `Cannot ${ACTION}: '${hostFile}' is a symbolic link to ${JSON.stringify(target)} that ${reason}; ` +
+        'only links that stay inside the tree are kept (options.links "skip" leaves links out)',
+      { cause },
+    );
+  const defect = linkTargetDefect(path, target);
+  if (defect !== undefined) throw refuse(`is refused: its target ${defect}`);
+  let resolved: string;
+  let top: string;
+  try {
+    [resolved, top] = await Promise.all([realpath(hostFile), realpath(root)]);
+  } catch (cause) {
+    throw refuse(`does not resolve on the host (${(cause as { code?: string }).code ?? "error"}): a dangling link is not imported`, cause);
+  }
+  if (!resolved.startsWith(top.endsWith(sep) ? top : `${top}${sep}`)) throw refuse(`leads out of the tree through another link (to '${resolved}')`);
+  return target;
 }
 
 /** A directory's child names, sorted, each checked to be valid UTF-8. */

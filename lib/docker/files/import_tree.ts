@@ -1,6 +1,6 @@
 /**
- * Importing a tree: caller entries become a tar written by our writer (regular files and
- * directories only, owned by the sandbox user) and streamed into the keeper with
+ * Importing a tree: caller entries become a tar written by our writer (regular files,
+ * directories and symlinks that stay inside the tree, owned by the sandbox user) and streamed into the keeper with
  * `PUT /containers/{keeperId}/archive?path=/workspace/work`.
  *
  * Parent directories an entry needs but the source did not send earlier are sent first
@@ -128,6 +128,8 @@ async function* entries(
 ): AsyncGenerator<TarWriterEntry, void, undefined> {
   const now = Math.floor(Date.now() / 1000);
   const directories = new Set<string>();
+  // Links sent: nothing may be written through one (an entry below a link would replace it).
+  const links = new Set<string>();
   const send = (path: string) => {
     sent.entriesSent += 1;
     sent.lastPathSent = path;
@@ -139,7 +141,15 @@ async function* entries(
       guard.check();
       entry = parseImportEntry(raw, index, ACTION);
       index += 1;
-      for (const parent of missingParents(entry.path, directories)) {
+      const parents = missingParents(entry.path, directories);
+      const through = parents.find((parent) => links.has(parent));
+      if (through !== undefined || links.has(entry.path)) {
+        throw new SandboxConfigurationError(
+          `Cannot ${ACTION}: entry[${index - 1}] '${entry.path}' ${through === undefined ? "repeats" : "lies below"} the symlink '${through ?? entry.path}' sent before; ` +
+            "send each path once, and nothing below a link",
+        );
+      }
+      for (const parent of parents) {
         guard.admit(parent, 0);
         directories.add(parent);
         send(parent);
@@ -151,10 +161,12 @@ async function* entries(
       throw error;
     }
     if (entry.type === "directory") directories.add(entry.path);
+    if (entry.type === "symlink") links.add(entry.path);
     send(entry.path);
     yield {
       path: entry.path,
       type: entry.type,
+      target: entry.target,
       mode: entry.mode,
       mtime: entry.mtime ?? now,
       uid: user.uid,

@@ -40,7 +40,7 @@ import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
 import { oomKilledSince } from "./oom.ts";
 import { type GuestKillOutcome, killProcessGroup } from "./_guest_kill.ts";
 import type { ProcessKind } from "./registry.ts";
-import { WORK_PATH } from "../guest_paths.ts";
+import { confineWorkingDirectory } from "../guest_paths.ts";
 import { asOutputError, asSandboxError, rephrased } from "../_engine_errors.ts";
 import { setLongTimeout } from "../../internal/long_timer.ts";
 
@@ -199,7 +199,7 @@ export class DockerProcessReservation implements SandboxProcessReservation {
     return startGuestProcess(this.#host, {
       argv: [request.executable, ...request.args],
       env: request.env,
-      workingDir: WORK_PATH,
+      workingDir: confineWorkingDirectory(request.cwd, "start process", "request.cwd"),
       maxBufferedOutputBytes: request.maxBufferedOutputBytes,
       timeoutMs: request.timeoutMs,
       killDescendantsOnExit: request.killDescendantsOnExit,

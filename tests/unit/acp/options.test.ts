@@ -26,6 +26,7 @@ test("normalizeAcpSessionOptions fills every default: nothing granted", () => {
     mcpServers: [],
     fileSystem: undefined,
     terminal: undefined,
+    authenticate: undefined,
     onPermissionRequest: undefined,
     openTimeoutMs: 60_000,
     exitTimeoutMs: 5_000,
@@ -57,6 +58,9 @@ test("normalizeAcpSessionOptions keeps granted handlers and servers as given", (
   assert.deepEqual(options.mcpServers, mcpServers);
   assert.equal(options.cwd, "/workspace/work/task");
   assert.equal(options.maxMessageBytes, 1);
+  const inside = normalizeAcpSessionOptions({ fileSystem: "sandbox", terminal: "sandbox" });
+  assert.equal(inside.fileSystem, "sandbox");
+  assert.equal(inside.terminal, "sandbox");
 });
 
 const rejected: [unknown, string][] = [
@@ -78,7 +82,10 @@ const rejected: [unknown, string][] = [
   [{ fileSystem: { readTextFile: 1 } }, "options.fileSystem.readTextFile must be a function"],
   [{ fileSystem: { exec: () => 1 } }, "options.fileSystem.exec is not a known field"],
   [{ terminal: { create: () => 1 } }, "options.terminal.output is required"],
+  [{ terminal: "host" }, 'options.terminal must be "sandbox" or an object of handlers'],
+  [{ fileSystem: "guest" }, 'options.fileSystem must be "sandbox" or an object of handlers'],
   [{ onPermissionRequest: "deny" }, "options.onPermissionRequest must be a function"],
+  [{ authenticate: "fixture-key" }, "options.authenticate must be a function"],
   [{ signal: {} }, "options.signal must be an AbortSignal"],
   [{ clientInfo: { name: "x" } }, "options.clientInfo.version is required"],
 ];

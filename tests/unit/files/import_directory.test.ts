@@ -73,6 +73,102 @@ test("importDirectory rejects a symlink anywhere before yielding anything", asyn
   assert.deepEqual(seen, []);
 });
 
+/** A tree like an npm install's: `.bin` links into packages, a link to a directory, a link to a link. */
+async function linkedTree(name: string): Promise<string> {
+  const top = await fresh(name);
+  await mkdir(join(top, "node_modules/.bin"), { recursive: true });
+  await mkdir(join(top, "node_modules/pkg/bin"), { recursive: true });
+  await writeFile(join(top, "node_modules/pkg/bin/cli.js"), "#!/usr/bin/env node\n");
+  await symlink("../pkg/bin/cli.js", join(top, "node_modules/.bin/cli"));
+  await symlink("pkg", join(top, "node_modules/alias"));
+  await symlink("alias/bin/cli.js", join(top, "node_modules/chain"));
+  return top;
+}
+
+async function rejectsWalk(source: AsyncIterable<SandboxImportEntry>, pattern: RegExp): Promise<string[]> {
+  const seen: string[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const entry of source) seen.push(entry.path);
+    })(),
+    (error) => {
+      assert.ok(error instanceof SandboxConfigurationError && error.code === "configuration", String(error));
+      assert.match(error.message, pattern);
+      return true;
+    },
+  );
+  return seen;
+}
+
+test("importDirectory links \"inside\" keeps links that stay inside the tree as symlinks with their target", async () => {
+  const top = await linkedTree("links-inside");
+  const entries = await collect(importDirectory(top, { links: "inside" }));
+  assert.deepEqual(entries.map(({ entry }) => `${entry.type} ${entry.path}${entry.target === undefined ? "" : ` -> ${entry.target}`}`), [
+    "directory node_modules",
+    "directory node_modules/.bin",
+    "symlink node_modules/.bin/cli -> ../pkg/bin/cli.js",
+    "symlink node_modules/alias -> pkg",
+    "symlink node_modules/chain -> alias/bin/cli.js",
+    "directory node_modules/pkg",
+    "directory node_modules/pkg/bin",
+    "file node_modules/pkg/bin/cli.js",
+  ]);
+  const link = entries[2].entry;
+  assert.equal(link.size, 0);
+  assert.equal(link.body, undefined);
+});
+
+test("importDirectory links \"skip\" leaves every link out, inside or outside, dangling or absolute", async () => {
+  const top = await linkedTree("links-skip");
+  await symlink("/etc/passwd", join(top, "absolute"));
+  await symlink("../../outside", join(top, "node_modules/.bin/up"));
+  await symlink("missing", join(top, "dangling"));
+  const entries = await collect(importDirectory(top, { links: "skip" }));
+  assert.deepEqual(entries.map(({ entry }) => `${entry.type} ${entry.path}`), [
+    "directory node_modules",
+    "directory node_modules/.bin",
+    "directory node_modules/pkg",
+    "directory node_modules/pkg/bin",
+    "file node_modules/pkg/bin/cli.js",
+  ]);
+});
+
+test("importDirectory links \"inside\" refuses an absolute, a leaving, a dangling and a through-a-link-leaving link, naming it, before yielding", async () => {
+  const outside = await fresh("links-outside-target");
+  await writeFile(join(outside, "secret"), "s");
+  const cases: [string, (top: string) => Promise<void>, RegExp][] = [
+    ["absolute", (top) => symlink(join(top, "node_modules/pkg/bin/cli.js"), join(top, "abs")), /'[^']*\/abs' is a symbolic link to "\/[^"]*" that is refused: its target must be relative, not the absolute path/],
+    ["leaving", (top) => symlink("../../../links-outside-target/secret", join(top, "node_modules/.bin/up")), /'[^']*node_modules\/\.bin\/up' is a symbolic link to "\.\.\/\.\.\/\.\.\/links-outside-target\/secret" that is refused: its target must not leave the imported tree/],
+    ["dotdot-inside", (top) => symlink("pkg/../../x", join(top, "node_modules/odd")), /node_modules\/odd' is a symbolic link to "pkg\/\.\.\/\.\.\/x" that is refused: its target must not contain a '\.\.' segment/],
+    ["dangling", (top) => symlink("missing.js", join(top, "node_modules/.bin/gone")), /node_modules\/\.bin\/gone' is a symbolic link to "missing\.js" that does not resolve on the host \(ENOENT\): a dangling link is not imported/],
+    ["through", async (top) => {
+      await symlink(outside, join(top, "escape-dir"));
+      await symlink("escape-dir/secret", join(top, "via"));
+    }, /'[^']*\/escape-dir' is a symbolic link to "\/[^"]*links-outside-target" that is refused/],
+    ["through-relative", async (top) => {
+      await symlink("..", join(top, "node_modules/up"));
+      await symlink("up/links-outside-target/secret", join(top, "node_modules/via"));
+    }, /node_modules\/up' is a symbolic link to "\.\." that is refused: its target must name an entry below its leading '\.\.' segments/],
+  ];
+  for (const [name, make, pattern] of cases) {
+    const top = await linkedTree(`links-refused-${name}`);
+    await make(top);
+    assert.deepEqual(await rejectsWalk(importDirectory(top, { links: "inside" }), pattern), [], name);
+  }
+  assert.throws(() => importDirectory(outside, { links: "follow" as never }), /^SandboxConfigurationError: Cannot import directory: options\.links must be "refuse", "skip" or "inside"$/);
+});
+
+test("importDirectory links \"inside\" catches a chain through a link only realpath sees leaving the tree", async () => {
+  const outside = await fresh("links-chain-outside");
+  const top = await linkedTree("links-chain");
+  // Lexically inside ("sub/x" from the root), but sub is a link outside: realpath shows it.
+  await symlink(outside, join(top, "sub"));
+  await writeFile(join(outside, "x"), "x");
+  await symlink("sub/x", join(top, "chained"));
+  // The first link met in sorted order is "chained" (before "node_modules" and "sub").
+  await rejectsWalk(importDirectory(top, { links: "inside" }), /chained' is a symbolic link to "sub\/x" that leads out of the tree through another link/);
+});
+
 test("importDirectory rejects a symlinked root, a file root, a missing root, a FIFO and a relative path", async () => {
   const top = await fresh("roots");
   await mkdir(join(top, "real"));

@@ -77,6 +77,7 @@ test("parseImportEntry validates paths, modes, sizes and bodies", () => {
   assert.deepEqual(parseImportEntry({ path: "a/b", type: "file", mode: 0o4755, size: 3, body }, 0, "import files"), {
     path: "a/b",
     type: "file",
+    target: undefined,
     mode: 0o4755,
     mtime: undefined,
     size: 3,
@@ -85,7 +86,15 @@ test("parseImportEntry validates paths, modes, sizes and bodies", () => {
   const bad: [unknown, RegExp][] = [
     [{ path: "../a", type: "file", mode: 0o644, size: 0 }, /entry\[0\]\.path must not contain a '\.\.' segment/],
     [{ path: "a/", type: "directory", mode: 0o755, size: 0 }, /entry\[0\]\.path must not end with \//],
-    [{ path: "a", type: "symlink", mode: 0o777, size: 0 }, /entry\[0\]\.type/],
+    [{ path: "a", type: "fifo", mode: 0o777, size: 0 }, /entry\[0\]\.type/],
+    [{ path: "a", type: "symlink", mode: 0o777, size: 0 }, /entry\[0\]\.target of symlink 'a' is required for a symlink/],
+    [{ path: "a", type: "symlink", target: "/etc/passwd", mode: 0o777, size: 0 }, /entry\[0\]\.target of symlink 'a' must be relative, not the absolute path "\/etc\/passwd"; import only links that stay inside/],
+    [{ path: "a/l", type: "symlink", target: "../../x", mode: 0o777, size: 0 }, /symlink 'a\/l' must not leave the imported tree \("\.\.\/\.\.\/x" from 'a\/l' climbs 1 level\(s\) above its root\)/],
+    [{ path: "a/l", type: "symlink", target: "..", mode: 0o777, size: 0 }, /must name an entry below its leading '\.\.' segments/],
+    [{ path: "l", type: "symlink", target: "x/../../y", mode: 0o777, size: 0 }, /must not contain a '\.\.' segment/],
+    [{ path: "l", type: "symlink", target: "x//y", mode: 0o777, size: 0 }, /must not contain an empty segment/],
+    [{ path: "l", type: "symlink", target: "x", mode: 0o777, size: 1, body }, /symlink 'l'\) must have size 0 and no body/],
+    [{ path: "f", type: "file", target: "x", mode: 0o644, size: 0 }, /entry\[0\]\.target is only for a symlink, not a file/],
     [{ path: "a", type: "file", mode: 0o10000, size: 0 }, /entry\[0\]\.mode/],
     [{ path: "a", type: "file", mode: 0o644, mtime: -1, size: 0 }, /entry\[0\]\.mtime/],
     [{ path: "a", type: "file", mode: 0o644, size: 1 }, /entry\[0\]\.body is required/],
@@ -100,6 +109,9 @@ test("parseImportEntry validates paths, modes, sizes and bodies", () => {
     (error) => error instanceof SandboxUnsupportedError && error.code === "unsupported" && /8 GiB − 1/.test(error.message),
   );
   assert.equal(parseImportEntry({ path: "big", type: "file", mode: 0o644, size: MAX_TRANSFER_FILE_BYTES, body }, 0, "i").size, 8 * 1024 ** 3 - 1);
+  for (const [path, target] of [["a/b/l", "../../c"], ["l", "x/y"], ["a/l", "../a/b"]]) {
+    assert.equal(parseImportEntry({ path, type: "symlink", target, mode: 0o777, size: 0 }, 0, "import files").target, target);
+  }
 });
 
 test("markPartialImport attaches a frozen record that partialImportOf reads back", () => {

@@ -28,6 +28,7 @@ test("normalizeProcessRequest fills defaults and the fixed environment", () => {
     executable: "/usr/local/bin/agent",
     args: [],
     env: { ...FIXED_GUEST_ENV },
+    cwd: undefined,
     maxBufferedOutputBytes: 4 * 1024 * 1024,
     timeoutMs: undefined,
     killDescendantsOnExit: false,
@@ -143,6 +144,10 @@ test("normalizeProcessRequest rejects invalid fields naming the field path", () 
     [{ executable: "/bin/sh", timeoutMs: Number.MAX_SAFE_INTEGER + 2 }, "request.timeoutMs"],
     [{ executable: "/bin/sh", killDescendantsOnExit: "yes" }, "request.killDescendantsOnExit"],
     [{ executable: "/bin/sh", stderr: "inherit" }, "request.stderr"],
+    [{ executable: "/bin/sh", cwd: "work" }, "request.cwd"],
+    [{ executable: "/bin/sh", cwd: "/workspace/work/" }, "request.cwd"],
+    [{ executable: "/bin/sh", cwd: "/workspace/./work" }, "request.cwd"],
+    [{ executable: "/bin/sh", cwd: 5 }, "request.cwd"],
   ];
   for (const [input, field] of cases) {
     const error = assertConfigurationError(() => normalizeUntyped(input), field);

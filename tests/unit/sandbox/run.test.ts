@@ -11,6 +11,7 @@ test("normalizeRunRequest fills defaults and merges the fixed environment", () =
     executable: "/bin/echo",
     args: [],
     env: { ...FIXED_GUEST_ENV },
+    cwd: undefined,
     stdin: undefined,
     timeoutMs: undefined,
     maxOutputBytes: 8 * 1024 * 1024,
@@ -32,8 +33,10 @@ test("normalizeRunRequest keeps explicit options and detaches the arguments", ()
     stderr: "discard",
     killDescendantsOnExit: true,
     signal,
+    cwd: "/workspace/work/sub",
   });
   args.push("later");
+  assert.equal(request.cwd, "/workspace/work/sub");
   assert.deepEqual(request.args, ["a", "b c"]);
   assert.equal(request.env.LANG, "C");
   assert.equal(request.maxOutputBytes, 2 ** 30);
@@ -56,7 +59,10 @@ test("normalizeRunRequest names the argument or option it refuses", () => {
     [() => normalizeRunRequest("/bin/echo", [], { stderr: "inherit" as never }), "options.stderr"],
     [() => normalizeRunRequest("/bin/echo", [], { killDescendantsOnExit: 1 as never }), "options.killDescendantsOnExit"],
     [() => normalizeRunRequest("/bin/echo", [], { signal: {} as never }), "options.signal"],
-    [() => normalizeRunRequest("/bin/echo", [], { cwd: "/tmp" } as never), "options.cwd"],
+    [() => normalizeRunRequest("/bin/echo", [], { cwd: "tmp" }), "options.cwd"],
+    [() => normalizeRunRequest("/bin/echo", [], { cwd: "/tmp/../etc" }), "options.cwd"],
+    [() => normalizeRunRequest("/bin/echo", [], { cwd: 1 as never }), "options.cwd"],
+    [() => normalizeRunRequest("/bin/echo", [], { directory: "/tmp" } as never), "options.directory"],
   ];
   for (const [run, field] of cases) {
     const error = assertConfigurationError(run, field);

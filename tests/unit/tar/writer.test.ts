@@ -19,6 +19,24 @@ function fileEntry(path: string, content: string | Uint8Array, extra: Partial<Ta
 }
 
 describe("writeTar", () => {
+  test("writeTar writes a symlink as typeflag 2 with its target in linkname, a long one in a PAX linkpath", async () => {
+    const short = await bytesOf(writeTar([{ path: "bin/cli", type: "symlink", target: "../pkg/cli.js", mode: 0o777, mtime: 0, size: 0 }]));
+    assert.equal(short.length, 512 + 1024);
+    assert.equal(text(short.subarray(0, 7)), "bin/cli");
+    assert.equal(short[156], 0x32);
+    assert.equal(text(short.subarray(157, 170)), "../pkg/cli.js");
+    assert.equal(short[170], 0);
+    const target = `../${"t".repeat(120)}/ü`;
+    const long = await bytesOf(writeTar([{ path: "l", type: "symlink", target, mode: 0o777, mtime: 0, size: 0 }]));
+    assert.equal(long[156], 0x78, "a PAX header first");
+    const record = text(long.subarray(512, 1024)).replace(/\0+$/, "");
+    assert.equal(record, `${utf8.encode(` linkpath=${target}\n`).length + 3} linkpath=${target}\n`);
+    assert.equal(long[1024 + 156], 0x32);
+    assert.match((await rejectsWith(bytesOf(writeTar([{ path: "l", type: "symlink", mode: 0o777, mtime: 0, size: 0 }])), "invalid_entry")).message, /symlink without a target/);
+    assert.match((await rejectsWith(bytesOf(writeTar([{ path: "f", type: "file", target: "x", mode: 0o644, mtime: 0, size: 0 }])), "invalid_entry")).message, /file with a target/);
+    assert.match((await rejectsWith(bytesOf(writeTar([{ path: "l", type: "symlink", target: "x", mode: 0o777, mtime: 0, size: 1, body: streamOf(utf8.encode("x"), 1) }])), "invalid_entry")).message, /symlink with a size or a body/);
+  });
+
   test("writeTar writes a ustar header, the body, padding and two end blocks", async () => {
     const archive = await bytesOf(writeTar([fileEntry("hello.txt", "hello", { uid: 1000, gid: 100 })]));
     assert.equal(archive.length, 512 + 512 + 1024);
