@@ -249,9 +249,10 @@ export const SANDBOX_KILL_REASONS = ["timeout", "output_limit", "abandoned_outpu
  *
  * - `{ kind: "exited", code, oomKilled? }`: the leader exited on its own and the engine
  *   reported its exit `code` (128 + the signal for a leader a signal ended, e.g. 137 for
- *   `SIGKILL`). `oomKilled: true` when the kernel's OOM killer ended it: the sandbox hit its
- *   memory limit (`policy.resources.memoryBytes`) while it ran; absent otherwise, or when a
- *   backend could not tell.
+ *   `SIGKILL`). `oomKilled: true` on a 137 when the kernel's OOM killer acted in the sandbox
+ *   while it ran (the sandbox hit `policy.resources.memoryBytes`): it ended the leader, or a
+ *   process whose status the leader passed on; absent otherwise, or when a backend could not
+ *   tell.
  * - `{ kind: "killed", reason, code }`: the backend ended the process (see
  *   {@linkcode SandboxKillReason}) before its leader's exit was observed; `code` is the exit
  *   code the engine then reported (137 when the kill ended the leader).

@@ -36,7 +36,7 @@ import { type NormalizedSandboxTerminal, normalizeTerminalSize, type SandboxTerm
 import { DockerEngineTransportError } from "../../engine/errors.ts";
 import type { EngineUpgrade } from "../../engine/http/mod.ts";
 import { demultiplex } from "../../engine/frames/demultiplex.ts";
-import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
+import { checkKeeper, type ExitObserverHost, observeExit } from "./exit_observer.ts";
 import { oomKilledSince } from "./oom.ts";
 import { type GuestKillOutcome, killProcessGroup } from "./_guest_kill.ts";
 import type { ProcessKind } from "./registry.ts";
@@ -395,11 +395,20 @@ export class DockerProcess implements SandboxProcess {
     }).then(async (observed): Promise<SandboxExitReceipt> => {
       const reason = this.#endReason;
       if (observed.kind === "exited" && reason !== undefined) return Object.freeze({ kind: "killed", reason, code: observed.code });
-      // A SIGKILL nobody of ours sent: the kernel's OOM killer, when the keeper's events say
-      // it acted while this process ran (processes raise their oom_score_adj, so it picks one
-      // of them before the keeper).
-      if (observed.kind === "exited" && observed.code === 128 + 9 && await oomKilledSince(host, startedAt)) {
-        return Object.freeze({ kind: "exited", code: observed.code, oomKilled: true });
+      if (observed.kind === "exited" && observed.code === 128 + 9) {
+        // A SIGKILL nobody of ours sent: the kernel's OOM killer, when the keeper's events say
+        // it acted while this process ran (processes raise their oom_score_adj, so it picks
+        // one of them before the keeper).
+        if (await oomKilledSince(host, startedAt)) return Object.freeze({ kind: "exited", code: observed.code, oomKilled: true });
+        // Or the keeper's removal (from outside, or a stop under way) killed it: its exit code
+        // can be read in the moment before the Engine forgets the exec. That is the sandbox
+        // stopping first, as for an exec the Engine no longer knows.
+        // (checkKeeper stops the sandbox when its keeper is gone.)
+        if (!host.stopping.aborted) await checkKeeper(host);
+        if (host.stopping.aborted) {
+          await host.stopEnded;
+          return Object.freeze({ kind: "unavailable", reason: "sandbox_stopped" });
+        }
       }
       return Object.freeze(observed);
     });
