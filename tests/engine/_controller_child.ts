@@ -6,6 +6,7 @@
 //   record:<k>      right after the k-th record is durable (its effect not dispatched)
 //   after-record:<k> one macrotask after the k-th record resolved (its effect in flight)
 //   running         while its process runs (`sleep 600`)
+//   paused          while its process runs and the sandbox is paused (`sandbox.pause()`)
 //   exporting       during an export, after the first entry arrived
 //   hold            never: it prints "running <pid>" while its process runs and lives on until
 //                   the test kills it (a live controller)
@@ -60,6 +61,10 @@ if (killAt === "exporting") {
 const process_ = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["600"] }).start();
 void process_;
 console.log(`running ${process.pid}`);
+if (killAt === "paused") {
+  await sandbox.pause();
+  die();
+}
 if (killAt === "hold") {
   // A live controller: its sandbox and process run until the test kills this program.
   setInterval(() => {}, 1 << 30);

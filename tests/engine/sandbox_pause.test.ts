@@ -5,6 +5,7 @@ import { SandboxDeadlineError, SandboxStateError } from "../../lib/sandbox/error
 import { inspectContainer } from "../../lib/engine/containers.ts";
 import { engineTest, eventually, nodeImage } from "./_engine.ts";
 import { testPolicy, withSandbox } from "./_sandbox.ts";
+import { assertNothingLeft, onlyRecord, runChild, withWorld } from "./_recovery.ts";
 
 const isPausedRefusal = (error: unknown) =>
   error instanceof SandboxStateError && error.code === "invalid_state" && /paused; call resume\(\) first/.test(error.message);
@@ -82,4 +83,19 @@ engineTest("DockerSandbox pause freezes the egress proxy of an allowlist sandbox
     assert.equal((await inspectContainer(engine, proxyId)).State.Paused, false);
     assert.equal(sandbox.state, "running");
   }, { policy: { ...testPolicy, network: { kind: "allowlist", hosts: ["example.com"] } }, config: { proxyImageDigest: nodeImage } });
+});
+
+engineTest("DockerSandbox paused when its controller died: recover() removes the paused containers", async (engine) => {
+  await withWorld(async (world) => {
+    await runChild(world, "paused", { ...testPolicy, controllerLoss: "stop" });
+    const record = await onlyRecord(world.store);
+    // Frozen, the guest cannot act on the lease's end: the keeper stays, paused.
+    const keeper = await inspectContainer(engine, record.resources.keeper!.id!);
+    assert.equal(keeper.State.Paused, true);
+    const recovery = await world.backend.recover(record, world.store);
+    const report = await recovery.cleanup();
+    assert.equal(report.complete, true);
+    await world.store.remove(record.reservationId);
+    await assertNothingLeft(engine, record);
+  });
 });
