@@ -24,6 +24,8 @@ export const containerInspectSchema = z.looseObject({
   Id: z.string().regex(/^[0-9a-f]{64}$/u),
   Name: z.string(),
   Image: z.string(),
+  /** The container's execs the Engine still holds (created, starting or running). */
+  ExecIDs: z.array(z.string()).nullable().optional(),
   State: z.looseObject({
     Status: z.string(),
     Running: z.boolean(),

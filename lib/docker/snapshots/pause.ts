@@ -9,10 +9,17 @@
  * it last (its egress runs again before the guest does). A pause that fails part way thaws
  * what it froze, so the sandbox stays running as a whole.
  *
+ * Before freezing, a pause waits until every exec of the container is launched
+ * ({@linkcode settleLaunches}): the Engine answers an exec's start before runc has launched its
+ * process, and a process launched into a frozen cgroup fails (a guard that fails so stops
+ * the sandbox).
+ *
  * @module
  */
 import type { DockerEngine } from "../../engine/client.ts";
-import { pauseContainer, unpauseContainer } from "../../engine/containers.ts";
+import { inspectContainer, pauseContainer, unpauseContainer } from "../../engine/containers.ts";
+import { inspectExec } from "../../engine/exec.ts";
+import { DockerEngineError } from "../../engine/errors.ts";
 import type { AcquiredSandbox } from "../acquire.ts";
 
 /**
@@ -38,12 +45,44 @@ export async function pauseAll(engine: DockerEngine, ids: readonly string[], tim
   const frozen: string[] = [];
   try {
     for (const id of ids) {
+      await settleLaunches(engine, id, timeoutMs);
       await pauseContainer(engine, id, { timeoutMs });
       frozen.push(id);
     }
   } catch (error) {
     await unpauseAll(engine, frozen, timeoutMs).catch(() => {});
     throw error;
+  }
+}
+
+/** Between two looks at an exec that is still being launched, milliseconds. */
+const LAUNCH_POLL_MS = 20;
+
+/**
+ * Wait until no exec of container `id` is between its start and its launch: each exec the
+ * Engine still holds (`ExecIDs` of `GET /containers/{id}/json`) is running, has exited, or
+ * is gone (`GET /exec/{id}/json`). Polling is the only way the Engine API tells it (no event
+ * marks an exec's launch). An exec created but never started would look the same: after
+ * `timeoutMs` the pause goes ahead.
+ *
+ * @param engine the Engine
+ * @param id the container's exact ID
+ * @param timeoutMs the longest wait, milliseconds
+ */
+export async function settleLaunches(engine: DockerEngine, id: string, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  let pending = (await inspectContainer(engine, id, { timeoutMs })).ExecIDs ?? [];
+  while (pending.length > 0 && Date.now() < until) {
+    const still: string[] = [];
+    for (const execId of pending) {
+      const state = await inspectExec(engine, execId, { timeoutMs }).catch((error) => {
+        if (error instanceof DockerEngineError && error.code === "not_found") return undefined;
+        throw error;
+      });
+      if (state !== undefined && !state.Running && state.ExitCode === null) still.push(execId);
+    }
+    pending = still;
+    if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, LAUNCH_POLL_MS));
   }
 }
 
