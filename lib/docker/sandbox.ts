@@ -58,6 +58,15 @@ import { raceDeadline } from "../streams/deadline.ts";
 import type { DockerEgressEvents } from "./egress/events.ts";
 import { proxyStoppedError } from "./egress/proxy_stopped.ts";
 import { computeContainers, pauseAll, unpauseAll } from "./snapshots/pause.ts";
+import { type DockerWorkspaceSnapshot, newSnapshot } from "./snapshots/snapshot.ts";
+import { copyTree } from "./snapshots/copier.ts";
+import { WORK_DIRECTORY } from "./guest_paths.ts";
+
+/** Options of `sandbox.snapshot()`. */
+export interface DockerSnapshotOptions {
+  /** Deadline of the whole snapshot (the copy included), milliseconds. @default 300000 */
+  readonly timeoutMs?: number;
+}
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
 export interface DockerSandboxResources {
@@ -677,6 +686,78 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       if (this.#state === "paused") this.#state = "running";
     });
     this.#pauseTask = task;
+    return task;
+  }
+
+  /**
+   * Take an immutable workspace snapshot: the tree of `/workspace/work` copied into a volume
+   * of its own, with a recovery record of its own written through this sandbox's recovery
+   * port (see `docs/snapshots.md`). Only `/workspace` is in it: home, `/tmp` and `/dev/shm`
+   * are tmpfs and are not.
+   *
+   * Consistency: a running sandbox is paused for the copy (the cgroup freezer: no guest write
+   * lands while the tree is copied) and resumed after; a paused one stays paused; a stopped
+   * one (compute removed, files retained) is copied as it is. The copy runs in a short-lived
+   * helper container of ours inside the Engine (`snapshots/copier.ts`).
+   *
+   * @param options deadline of the whole snapshot
+   * @returns the snapshot; it outlives this sandbox (remove it with `backend.removeSnapshot()`)
+   * @throws {SandboxStateError} `invalid_state` when the sandbox is destroyed
+   * @throws {SandboxEngineError} when the copy or the Engine fails (what was made is removed)
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * const snapshot = await sandbox.snapshot();
+   * await using fork = await backend.reserve({ policy, workspace: { from: snapshot } }, store).start();
+   * ```
+   */
+  snapshot(options: DockerSnapshotOptions = {}): Promise<DockerWorkspaceSnapshot> {
+    const timeoutMs = options.timeoutMs ?? 300_000;
+    const task = this.#pauseTask.catch(() => {}).then(async () => {
+      if (this.#state === "destroyed" || this.#destroying.signal.aborted) {
+        throw new SandboxStateError("Cannot take a snapshot: the sandbox is destroyed");
+      }
+      const log = this.#acquired.log;
+      return await newSnapshot({
+        engine: this.#engine,
+        settings: this.#settings,
+        recovery: log.port,
+        daemonId: log.record.identity.daemonId,
+        user: this.#acquired.spec.user,
+        source: this.id,
+        timeoutMs: this.#policy.deadlines.cleanupMs,
+      }, async (snapshotLog, volumeName) => {
+        const paused = this.#state === "running";
+        if (paused) {
+          this.#state = "paused";
+          try {
+            await pauseAll(this.#engine, computeContainers(this.#acquired), this.#policy.deadlines.cleanupMs);
+          } catch (error) {
+            if (this.#state === "paused") this.#state = "running";
+            throw error;
+          }
+        }
+        try {
+          await copyTree({
+            engine: this.#engine,
+            log: snapshotLog,
+            imageDigest: this.#settings.imageDigest,
+            platform: this.#settings.profile.image.platform,
+            runtime: this.#settings.profile.runtime,
+            from: { volume: this.#acquired.volumeName, path: WORK_DIRECTORY },
+            to: { volume: volumeName, path: "" },
+            timeoutMs,
+          });
+        } finally {
+          if (paused && this.#state === "paused") {
+            await unpauseAll(this.#engine, computeContainers(this.#acquired), this.#policy.deadlines.cleanupMs);
+            this.#state = "running";
+          }
+        }
+      });
+    });
+    this.#pauseTask = task.then(() => {}, () => {});
     return task;
   }
 

@@ -7,6 +7,8 @@
 //   after-record:<k> one macrotask after the k-th record resolved (its effect in flight)
 //   running         while its process runs (`sleep 600`)
 //   paused          while its process runs and the sandbox is paused (`sandbox.pause()`)
+//   snapshot-copier during `sandbox.snapshot()`, right after its copier's "created" is durable
+//                   (the snapshot's volume exists, the copier was never started, the keeper is paused)
 //   exporting       during an export, after the first entry arrived
 //   hold            never: it prints "running <pid>" while its process runs and lives on until
 //                   the test kills it (a live controller)
@@ -45,6 +47,8 @@ const reservation = backend.reserve({ policy: JSON.parse(process.env.AGENTCELL_C
     if (killAt === "keeper-creating" && keeper?.state === "creating") die();
     if (killAt === `record:${records}`) die();
     if (killAt === `after-record:${records}`) setTimeout(die, 0);
+    const copier = (record.resources as Record<string, { state: string }>).copier;
+    if (killAt === "snapshot-copier" && (record as { identity?: { snapshot?: unknown } }).identity?.snapshot && copier?.state === "created") die();
   },
 });
 console.log(`ready ${reservation.id}`);
@@ -61,6 +65,10 @@ if (killAt === "exporting") {
 const process_ = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["600"] }).start();
 void process_;
 console.log(`running ${process.pid}`);
+if (killAt === "snapshot-copier") {
+  await sandbox.snapshot();
+  throw new Error("the snapshot finished before its kill point");
+}
 if (killAt === "paused") {
   await sandbox.pause();
   die();

@@ -85,6 +85,17 @@ export interface RecoveryIdentity {
   readonly userRange?: { readonly first: number; readonly count: number };
   /** The keeper's user (its containers' `User`). */
   readonly keeperUser: { readonly uid: number; readonly gid: number };
+  /**
+   * Present exactly on the record of a workspace snapshot (`sandbox.snapshot()`,
+   * `backend.importSnapshot()`): its `volume` is the snapshot's tree, its `keeper` stays
+   * `planned` (a snapshot never computes), its `copier` is the helper that filled it.
+   */
+  readonly snapshot?: {
+    /** Reservation ID of the sandbox it was taken of; absent for an imported snapshot. */
+    readonly source?: string;
+    /** When it was taken, milliseconds since the epoch. */
+    readonly createdAt: number;
+  };
   /** Every resource name of the reservation. */
   readonly names: SandboxResourceNames;
   /** 32 random lowercase hex digits, known only to the record and the labels' digest. */
@@ -143,6 +154,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     user: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
     userRange: z.strictObject({ first: z.number().int().positive(), count: z.number().int().positive() }).optional(),
     keeperUser: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
+    snapshot: z.strictObject({ source: hex(32).optional(), createdAt: z.number().int().nonnegative() }).optional(),
     // `proxy` and `egress` are optional: records written before the allowlist lack them.
     names: z.strictObject({
       volume: nameSchema,
@@ -151,6 +163,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
       accessor: nameSchema,
       proxy: nameSchema.optional(),
       egress: nameSchema.optional(),
+      copier: nameSchema.optional(),
     }),
     nonce: hex(32),
     configurationDigest: hex(64),
@@ -164,6 +177,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     accessor: resourceSchema.optional(),
     proxy: resourceSchema.optional(),
     egress: resourceSchema.optional(),
+    copier: resourceSchema.optional(),
   }),
 }).superRefine((record, context) => {
   // The resource table must name the identity's own resources: a name or ID edited into it
