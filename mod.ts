@@ -147,6 +147,7 @@ export {
 export { createDockerSandboxBackend, type DockerSandboxBackend, type DockerSandboxRequest, type DockerSandboxReservation } from "./lib/docker/backend.ts";
 export { DockerWorkspaceSnapshot } from "./lib/docker/snapshots/snapshot.ts";
 export type { DockerRemoveSnapshotOptions, SnapshotListingStore } from "./lib/docker/snapshots/manage.ts";
+export type { DockerSnapshotTransferOptions } from "./lib/docker/snapshots/portable.ts";
 export type { DockerSandboxBackendConfig, DockerSandboxBackendSettings } from "./lib/docker/config.ts";
 export type { DockerSandboxDataset } from "./lib/docker/datasets/configuration.ts";
 export type { DockerSandboxProfile } from "./lib/docker/profiles.ts";

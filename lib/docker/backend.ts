@@ -20,6 +20,8 @@ import { assertEgressConfigured } from "./egress/configuration.ts";
 import { UserRangeAllocator } from "./user_range.ts";
 import { DockerWorkspaceSnapshot } from "./snapshots/snapshot.ts";
 import { type DockerRemoveSnapshotOptions, listSnapshots, removeSnapshot, type SnapshotListingStore } from "./snapshots/manage.ts";
+import { newSnapshot } from "./snapshots/snapshot.ts";
+import { type DockerSnapshotTransferOptions, importSnapshotTree } from "./snapshots/portable.ts";
 
 /**
  * A request for one Docker sandbox: the neutral request, and optionally where its
@@ -70,6 +72,18 @@ export interface DockerSandboxBackend extends SandboxBackend {
    * @throws {SandboxConfigurationError} when `store` lacks `list()` or `record()`
    */
   snapshots(store: SnapshotListingStore): Promise<DockerWorkspaceSnapshot[]>;
+  /**
+   * A new snapshot on this backend's engine from a tar stream (`snapshot.export()`, here or on
+   * another engine): validated by the strict tar reader (regular files and directories only),
+   * written into a volume of its own with a record of its own (through `recovery`), owned by
+   * this backend's user. Fork it like any snapshot.
+   *
+   * @param tar the archive; read to its end
+   * @param recovery where the snapshot's record is persisted
+   * @throws {SandboxConfigurationError} when the archive is not acceptable (the reader's reason); nothing is kept
+   * @throws {SandboxEngineError} when the Engine fails; nothing is kept
+   */
+  importSnapshot(tar: ReadableStream<Uint8Array>, recovery: SandboxRecoveryPort, options?: DockerSnapshotTransferOptions): Promise<DockerWorkspaceSnapshot>;
   /**
    * Regain cleanup ownership of a persisted recovery record after the controller that wrote
    * it is gone (crashed, killed): never a runnable sandbox. Checks the record against this
@@ -176,8 +190,17 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
     removeSnapshot(snapshot: DockerWorkspaceSnapshot, options?: DockerRemoveSnapshotOptions): Promise<void> {
       return Promise.resolve().then(() => removeSnapshot(engine, snapshot, options));
     },
+    async importSnapshot(tar: ReadableStream<Uint8Array>, recovery: SandboxRecoveryPort, options: DockerSnapshotTransferOptions = {}): Promise<DockerWorkspaceSnapshot> {
+      if (!(tar instanceof ReadableStream)) throw new SandboxConfigurationError("Cannot import snapshot: tar must be a ReadableStream<Uint8Array>");
+      if (typeof recovery?.record !== "function") throw new SandboxConfigurationError("Cannot import snapshot: recovery.record must be a function");
+      const timeoutMs = options.timeoutMs ?? 30_000;
+      const info = await engine.info({ timeoutMs });
+      const user = settings.user ?? { uid: settings.userRange!.first, gid: settings.userRange!.first };
+      return newSnapshot({ engine, settings, recovery, daemonId: info.ID ?? "", user, timeoutMs }, (log, volume) =>
+        importSnapshotTree({ engine, settings }, log, volume, tar, user, options));
+    },
     snapshots(store: SnapshotListingStore): Promise<DockerWorkspaceSnapshot[]> {
-      return Promise.resolve().then(() => listSnapshots(settings, store));
+      return Promise.resolve().then(() => listSnapshots(engine, settings, store));
     },
     pool(options: DockerSandboxPoolOptions): DockerSandboxPool {
       return createDockerSandboxPool(backend, options);

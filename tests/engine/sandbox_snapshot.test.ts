@@ -2,7 +2,7 @@
 // record of its own; reserve({ workspace: { from } }) → forks that start as its tree and stay
 // independent; removeSnapshot() leaves forks alone; a half-made snapshot is recovered.
 import assert from "node:assert/strict";
-import { SandboxConfigurationError, SandboxStateError } from "../../lib/sandbox/errors.ts";
+import { SandboxConfigurationError, SandboxStateError, SandboxUnsupportedError } from "../../lib/sandbox/errors.ts";
 import { inspectContainer } from "../../lib/engine/containers.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
@@ -143,6 +143,71 @@ engineTest("DockerSandbox snapshot half-made when its controller died: recover()
       for (const record of records) {
         await removeNamed(engine, record);
         await engine.request("DELETE", `/containers/${record.identity.names.copier}`, { query: { force: true } }).catch(() => {});
+      }
+    }
+  });
+});
+
+const PORTABLE_TREE = [
+  "mkdir -p t/empty t/deep/er/est t/private",
+  "printf 'a\\001\\377\\000z' > t/bin && chmod 600 t/bin",
+  "printf '#!/bin/sh\\necho run\\n' > t/deep/run.sh && chmod 755 t/deep/run.sh",
+  "dd if=/dev/urandom of=t/deep/er/big bs=1024 count=300 2>/dev/null && chmod 640 t/deep/er/big",
+  "chmod 700 t/private && chmod 2755 t/deep/er/est",
+].join(" && ");
+const DESCRIBE = "find t | sort | while read -r p; do stat -c '%n %a %u %s %Y' \"$p\"; done; find t -type f | sort | xargs md5sum";
+
+engineTest("DockerWorkspaceSnapshot export → importSnapshot → fork sees the same tree (bytes, modes, mtimes, empty directories); a symlink is refused in the stream, a bad archive on import", async (engine) => {
+  await withWorld(async (world) => {
+    const { backend, store } = world;
+    const sandboxes: DockerSandbox[] = [];
+    const snapshots: DockerWorkspaceSnapshot[] = [];
+    try {
+      const source = await backend.reserve({ policy: testPolicy }, store).start();
+      sandboxes.push(source);
+      await sh(source, PORTABLE_TREE);
+      const expected = await sh(source, DESCRIBE);
+      assert.match(expected, /^t\/deep\/er\/est 2755 65534 /mu);
+      assert.match(expected, /^t\/empty 755 65534 /mu);
+      assert.match(expected, /^t\/bin 600 65534 5 /mu);
+      const snapshot = await source.snapshot();
+      snapshots.push(snapshot);
+      // The same engine stands in for another: a fresh backend with its own store is the importer.
+      const imported = await world.fresh().importSnapshot(await snapshot.export(), store);
+      snapshots.push(imported);
+      assert.equal(imported.sourceId, undefined);
+      assert.notEqual(imported.volumeName, snapshot.volumeName);
+      const fork = await backend.reserve({ policy: testPolicy, workspace: { from: imported } }, store).start();
+      sandboxes.push(fork);
+      assert.equal(await sh(fork, DESCRIBE), expected);
+      assert.equal(await sh(fork, "./t/deep/run.sh"), "run\n");
+      // Two exports of one snapshot run one after the other; a cancelled one frees the turn.
+      const first = await snapshot.export();
+      await first.cancel();
+      const again = new Uint8Array(await new Response(await snapshot.export()).arrayBuffer());
+      assert.ok(again.length > 300 * 1024);
+      assert.equal(snapshot.record.resources.copier?.state, "removed");
+
+      await sh(source, "ln -s bin t/link");
+      const linked = await source.snapshot();
+      snapshots.push(linked);
+      await assert.rejects(
+        new Response(await linked.export()).arrayBuffer(),
+        (error) => error instanceof SandboxUnsupportedError && error.code === "unsupported" && /symlink/.test(error.message),
+      );
+      await assert.rejects(
+        backend.importSnapshot(new Blob([new Uint8Array(1024).fill(7)]).stream(), store),
+        (error) => error instanceof SandboxConfigurationError && /^Cannot import snapshot: the archive is not acceptable/.test(error.message),
+      );
+      assert.deepEqual((await backend.snapshots(store)).map((listed) => listed.id).sort(), snapshots.map((s) => s.id).sort(), "the refused import left no snapshot");
+    } finally {
+      for (const sandbox of sandboxes) {
+        await sandbox.destroy();
+        await assertGone(engine, sandbox);
+      }
+      for (const snapshot of snapshots) {
+        await backend.removeSnapshot(snapshot);
+        await assertVolumeGone(engine, snapshot.volumeName);
       }
     }
   });

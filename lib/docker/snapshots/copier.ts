@@ -41,8 +41,8 @@ const SOURCE = "/copier/source";
 /** Where the copier mounts the destination volume. */
 const TARGET = "/copier/target";
 
-/** One copy. */
-export interface CopyRequest {
+/** What every copier container needs. */
+export interface CopierContext {
   /** The Engine. */
   readonly engine: DockerEngine;
   /** The record the copier belongs to (a snapshot's, or a fork's); it gains a `copier` entry. */
@@ -53,6 +53,10 @@ export interface CopyRequest {
   readonly platform: string;
   /** OCI runtime of the profile. */
   readonly runtime: "runc" | "runsc";
+}
+
+/** One copy. */
+export interface CopyRequest extends CopierContext {
   /** Source volume and the directory in it to copy (`""`: its root). */
   readonly from: { readonly volume: string; readonly path: string };
   /** Destination volume and the directory in it that receives the tree (it exists). */
@@ -76,19 +80,26 @@ function copyScript(request: CopyRequest): string {
 }
 
 /**
- * The `POST /containers/create` body of the copier (see the module doc).
+ * The `POST /containers/create` body of a copier (see the module doc).
  *
- * @param request the copy
+ * @param context image, platform and runtime
+ * @param mounts the volumes: `source` (always read-only) and/or `target`
+ * @param script the shell line it runs once started (a holder that is never started has one too)
  * @param labels the copier's exact labels
  * @returns the create body
  */
-export function copierCreateBody(request: CopyRequest, labels: Readonly<Record<string, string>>): Record<string, unknown> {
+export function copierCreateBody(
+  context: Pick<CopierContext, "imageDigest" | "runtime">,
+  mounts: { readonly source?: string; readonly target?: string },
+  script: string,
+  labels: Readonly<Record<string, string>>,
+): Record<string, unknown> {
   const hostConfig = lockedDownHostConfig({ memoryBytes: COPIER_MEMORY_BYTES, cpus: 1, pids: COPIER_PIDS }, "none");
   return {
-    Image: request.imageDigest,
+    Image: context.imageDigest,
     User: "0:0",
     Entrypoint: ["/bin/sh"],
-    Cmd: ["-c", copyScript(request)],
+    Cmd: ["-c", script],
     Env: [],
     WorkingDir: "/",
     Labels: labels,
@@ -101,9 +112,66 @@ export function copierCreateBody(request: CopyRequest, labels: Readonly<Record<s
     HostConfig: {
       ...hostConfig,
       CapAdd: [...COPIER_CAPABILITIES],
-      Runtime: request.runtime,
-      Mounts: [volumeMount(request.from.volume, SOURCE, true), volumeMount(request.to.volume, TARGET, false)],
+      Runtime: context.runtime,
+      Mounts: [
+        ...(mounts.source === undefined ? [] : [volumeMount(mounts.source, SOURCE, true)]),
+        ...(mounts.target === undefined ? [] : [volumeMount(mounts.target, TARGET, false)]),
+      ],
     },
+  };
+}
+
+/** Create the copier of `context.log` (recorded), checking the create's warnings. */
+async function createCopier(
+  context: CopierContext,
+  mounts: { readonly source?: string; readonly target?: string },
+  script: string,
+  timeoutMs: number,
+): Promise<string> {
+  const { engine, log } = context;
+  log.add("copier");
+  let warnings: readonly string[] = [];
+  const id = await createRecorded(engine, log, "copier", "create the workspace copier", async () => {
+    const created = await createContainer(engine, log.resource("copier").name, copierCreateBody(context, mounts, script, resourceLabels(log.record, "copier")), {
+      timeoutMs,
+      platform: context.platform,
+    });
+    warnings = created.warnings;
+    return created.id;
+  }, { timeoutMs });
+  try {
+    assertCreateWarnings(warnings, 0, "create the workspace copier");
+  } catch (error) {
+    await removeRecorded(engine, log, "copier", { timeoutMs }).catch(() => {});
+    throw error;
+  }
+  return id;
+}
+
+/** A never-started copier that holds one volume for the Engine's archive endpoints. */
+export interface VolumeHolder {
+  /** The container's ID (`GET`/`PUT /containers/{id}/archive`). */
+  readonly id: string;
+  /** Where the volume is in it: the archive path. */
+  readonly path: string;
+  /** Remove it (recorded); idempotent. */
+  remove(): Promise<void>;
+}
+
+/**
+ * Create a never-started copier that mounts `volume` (read-only for `"read"`) so the
+ * Engine's archive endpoints reach it: a snapshot's export (`GET`) and import (`PUT`).
+ *
+ * @throws {SandboxError} as the recorded create throws
+ */
+export async function holdVolume(context: CopierContext, volume: string, access: "read" | "write", timeoutMs: number): Promise<VolumeHolder> {
+  const mounts = access === "read" ? { source: volume } : { target: volume };
+  const id = await createCopier(context, mounts, "exit 1", timeoutMs);
+  let removal: Promise<void> | undefined;
+  return {
+    id,
+    path: access === "read" ? SOURCE : TARGET,
+    remove: () => removal ??= removeRecorded(context.engine, context.log, "copier", { timeoutMs }).then(() => {}),
   };
 }
 
@@ -119,19 +187,9 @@ export async function copyTree(request: CopyRequest): Promise<void> {
   const { engine, log, timeoutMs } = request;
   const until = Date.now() + timeoutMs;
   const left = () => Math.max(1, until - Date.now());
-  log.add("copier");
-  let warnings: readonly string[] = [];
-  const id = await createRecorded(engine, log, "copier", "create the workspace copier", async () => {
-    const created = await createContainer(engine, log.resource("copier").name, copierCreateBody(request, resourceLabels(log.record, "copier")), {
-      timeoutMs: left(),
-      platform: request.platform,
-    });
-    warnings = created.warnings;
-    return created.id;
-  }, { timeoutMs: left() });
+  const id = await createCopier(request, { source: request.from.volume, target: request.to.volume }, copyScript(request), left());
   let failure: unknown;
   try {
-    assertCreateWarnings(warnings, 0, "create the workspace copier");
     await startContainer(engine, id, { timeoutMs: left() });
     const code = await waitContainer(engine, id, { condition: "not-running", signal: AbortSignal.timeout(left()) });
     if (code !== 0) {

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "../../sandbox/backend.ts";
+import type { FileRecoveryStore } from "../recovery/store.ts";
 import { SandboxConfigurationError, SandboxEngineError } from "../../sandbox/errors.ts";
 import type { DockerEngine } from "../../engine/client.ts";
 import type { DockerSandboxBackendSettings } from "../config.ts";
@@ -42,11 +42,8 @@ export async function removeSnapshot(engine: DockerEngine, snapshot: DockerWorks
   }
 }
 
-/** What `backend.snapshots()` reads: a store's `list()` (a `FileRecoveryStore` has it). */
-export interface SnapshotListingStore extends SandboxRecoveryPort {
-  /** Every stored record; entries with a `record` are considered. */
-  list(): Promise<readonly { readonly record?: SandboxRecoveryRecord }[]>;
-}
+/** What `backend.snapshots()` reads: a store's `list()` and `record()` (`createFileRecoveryStore`'s). */
+export type SnapshotListingStore = Pick<FileRecoveryStore, "list" | "record">;
 
 /**
  * The snapshots `store` holds for this backend: records with `identity.snapshot`, of this
@@ -55,19 +52,20 @@ export interface SnapshotListingStore extends SandboxRecoveryPort {
  *
  * @returns the snapshots, oldest first
  */
-export async function listSnapshots(settings: DockerSandboxBackendSettings, store: SnapshotListingStore): Promise<DockerWorkspaceSnapshot[]> {
+export async function listSnapshots(engine: DockerEngine, settings: DockerSandboxBackendSettings, store: SnapshotListingStore): Promise<DockerWorkspaceSnapshot[]> {
   if (typeof store?.list !== "function" || typeof store.record !== "function") {
     throw new SandboxConfigurationError("Cannot list snapshots: store must have list() and record() (createFileRecoveryStore's store has both)");
   }
   const snapshots: DockerWorkspaceSnapshot[] = [];
   for (const entry of await store.list()) {
+    if (entry.kind === "corrupt") continue;
     const parsed = recoveryRecordSchema.safeParse(entry.record);
     if (!parsed.success) continue;
     const record = parsed.data;
     if (!isSnapshotRecord(record) || record.identity.namespace !== settings.namespace) continue;
     if (digestOf(record.identity) !== record.identityDigest) continue;
     if (record.resources.volume?.state !== "created") continue;
-    snapshots.push(new DockerWorkspaceSnapshot(new RecoveryLog(store, record)));
+    snapshots.push(new DockerWorkspaceSnapshot(new RecoveryLog(store, record), { engine, settings }));
   }
   return snapshots.sort((a, b) => a.createdAt - b.createdAt);
 }

@@ -33,6 +33,7 @@ import {
 } from "../recovery/record.ts";
 import { createRecorded, removeAllRecorded } from "../recovery/resources.ts";
 import { asSandboxError, rephrased } from "../_engine_errors.ts";
+import { type DockerSnapshotTransferOptions, exportSnapshot, type SnapshotHome } from "./portable.ts";
 
 /**
  * An immutable workspace snapshot: the tree of a sandbox's `/workspace/work` at one moment,
@@ -50,9 +51,12 @@ export class DockerWorkspaceSnapshot {
   /** When it was taken, milliseconds since the epoch. */
   readonly createdAt: number;
   readonly #log: RecoveryLog;
+  readonly #home: SnapshotHome;
+  #exports: Promise<void> = Promise.resolve();
 
   /** @internal Made by `sandbox.snapshot()`, `backend.importSnapshot()` or `backend.snapshots()`. */
-  constructor(log: RecoveryLog) {
+  constructor(log: RecoveryLog, home: SnapshotHome) {
+    this.#home = home;
     const { identity } = log.record;
     this.id = identity.reservationId;
     this.volumeName = identity.names.volume;
@@ -64,6 +68,35 @@ export class DockerWorkspaceSnapshot {
   /** The snapshot's latest recovery record (persisted through its port before each effect). */
   get record(): DockerSandboxRecoveryRecord {
     return this.#log.record;
+  }
+
+  /**
+   * The snapshot's tree as a tar stream, validated by the strict tar reader and written
+   * again (paths relative to `/workspace/work`, modes, whole-second mtimes, empty
+   * directories, bytes; see `docs/snapshots.md`). Import it with `backend.importSnapshot()`
+   * on this engine or another. Exports of one snapshot run one at a time (each through a
+   * never-started holder container, recorded in the snapshot's record, removed when the
+   * stream ends or is cancelled).
+   *
+   * @param options deadline of each Engine request, the reader's in-memory path bound
+   * @returns the tar bytes; read them to the end or cancel them
+   * @throws {SandboxUnsupportedError} (in the stream) for a symlink, hard link or special file
+   * @throws {SandboxEngineError} when the Engine fails
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a Docker Engine
+   * const tar = await snapshot.export();
+   * const copy = await otherBackend.importSnapshot(tar, otherStore);
+   * ```
+   */
+  export(options: DockerSnapshotTransferOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    const turn = this.#exports.then(() => exportSnapshot(this.#home, this.#log, options, ended));
+    // The next export waits until this stream ended or was cancelled (or failed to open).
+    this.#exports = turn.then(() => end, () => {});
+    return turn;
   }
 
   /** @internal The record's log, for the backend. */
@@ -154,5 +187,5 @@ export async function newSnapshot(
     throw failure;
   }
   await locks?.release(reservationId).catch(() => {});
-  return new DockerWorkspaceSnapshot(log);
+  return new DockerWorkspaceSnapshot(log, { engine, settings });
 }
