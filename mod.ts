@@ -15,6 +15,10 @@
  * - **Files**: in and out while it runs (`writeFile`/`readFile`, inside the guest as the
  *   sandbox user), a tree in between processes (`importTree`), and out after `stop()`
  *   through a never-started read-only accessor and the strict tar reader (`exportTree`).
+ * - **Guest servers**: `sandbox.connect(port)` (a byte duplex to the guest's loopback),
+ *   `sandbox.fetch(port, request)` and `sandbox.forwardPort(port)` (a host listener to open
+ *   in a browser), through a hardened relay container of the sandbox: no published port, no
+ *   host route, under every network policy.
  * - **Egress allowlist**: `network: { kind: "allowlist", hosts }` routes the guest through a
  *   hardened proxy container of the sandbox that allows only the listed hosts, checks every
  *   resolved address and reports each decision (`sandbox.egress`).
@@ -85,6 +89,7 @@ export {
   SandboxQuotaError,
   SandboxStateError,
   SandboxStoppedError,
+  type SandboxStoppedErrorOptions,
   SandboxUnsupportedError,
 } from "./lib/sandbox/errors.ts";
 export type {
@@ -115,6 +120,27 @@ export {
   type SandboxStderrMode,
 } from "./lib/sandbox/process.ts";
 export type { SandboxStats } from "./lib/sandbox/stats.ts";
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_FETCH_LIMITS,
+  DEFAULT_FORWARD_OPTIONS,
+  MAX_SANDBOX_CONNECTIONS,
+  type SandboxConnection,
+  SandboxConnectionError,
+  type SandboxConnectionFailure,
+  type SandboxConnectOptions,
+  type SandboxFetchOptions,
+  type SandboxForwardEvent,
+  type SandboxForwardOptions,
+  type SandboxPortForward,
+  type SandboxPorts,
+} from "./lib/sandbox/ports.ts";
+export {
+  DEFAULT_STATS_INTERVAL_MS,
+  MAX_STATS_INTERVAL_MS,
+  MIN_STATS_INTERVAL_MS,
+  type SandboxStatsStreamOptions,
+} from "./lib/docker/stats_stream.ts";
 export { DEFAULT_TERM, type SandboxTerminalRequest, type SandboxTerminalSize } from "./lib/sandbox/terminal.ts";
 export { runOutputOf, type SandboxRunOptions, type SandboxRunOutput, type SandboxRunResult } from "./lib/sandbox/run.ts";
 export { lines, type LinesOptions } from "./lib/sandbox/lines.ts";

@@ -6,8 +6,9 @@
 # 2. `deno check`, `deno lint`, `deno doc --lint` (every entry point of deno.json), `deno publish --dry-run`,
 #    and `deno test --doc` over the public modules (every @example runs or says why not).
 # 3. Provisions a private test engine (scripts/test-engine.sh) unless
-#    AGENTCELL_TEST_ENGINE=unix:///abs/path.sock names one, and the guest images
-#    (scripts/guest-images.sh); stops the engine afterwards if this run started it.
+#    AGENTCELL_TEST_ENGINE=unix:///abs/path.sock names one, the guest images
+#    (scripts/guest-images.sh) and Debian's headless Chromium (scripts/test-browser.sh,
+#    AGENTCELL_TEST_BROWSER); stops the engine afterwards if this run started it.
 # 4. Runs tests/unit and tests/engine under each runtime, prints a closing line per runtime
 #    and lane and a final `N passed, N failed` line. An engine lane that ran no test, or
 #    skipped one, fails the run.
@@ -85,6 +86,9 @@ case " $LANES " in
     AGENTCELL_TEST_DATASET_IMAGE=$(bash scripts/guest-images.sh dataset) || { echo "cannot make the dataset image"; exit 1; }
     AGENTCELL_TEST_FOREIGN_DATASET_IMAGE=$(bash scripts/guest-images.sh dataset-foreign) || { echo "cannot make the foreign dataset image"; exit 1; }
     export AGENTCELL_TEST_BUSYBOX_IMAGE AGENTCELL_TEST_NODE_IMAGE AGENTCELL_TEST_DATASET_IMAGE AGENTCELL_TEST_FOREIGN_DATASET_IMAGE
+    # The real browser of the port forward test (Debian's headless Chromium).
+    AGENTCELL_TEST_BROWSER=$(bash scripts/test-browser.sh) || { echo "cannot provision the headless browser"; exit 1; }
+    export AGENTCELL_TEST_BROWSER
     echo "engine $AGENTCELL_TEST_ENGINE; busybox guest $AGENTCELL_TEST_BUSYBOX_IMAGE; node guest $AGENTCELL_TEST_NODE_IMAGE; datasets $AGENTCELL_TEST_DATASET_IMAGE $AGENTCELL_TEST_FOREIGN_DATASET_IMAGE"
     ;;
 esac

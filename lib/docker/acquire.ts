@@ -185,6 +185,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       daemonId: admission.daemonId,
       imageDigest: settings.imageDigest,
       ...(proxyImageDigest === undefined ? {} : { proxyImageDigest }),
+      ...(settings.proxyImageDigest === undefined ? {} : { relayImageDigest: settings.proxyImageDigest }),
       user,
       ...(settings.userRange === undefined ? {} : { userRange: settings.userRange }),
       keeperUser: settings.keeperUser,

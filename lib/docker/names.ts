@@ -24,7 +24,7 @@ export const LABELS: {
   namespace: "dev.agentcell.namespace",
   /** The reservation ID. */
   reservation: "dev.agentcell.reservation",
-  /** `volume`, `keeper`, `network`, `accessor`, `proxy`, `egress` or `copier`. */
+  /** `volume`, `keeper`, `network`, `accessor`, `proxy`, `egress`, `relay` or `copier`. */
   role: "dev.agentcell.role",
   /** Backend revision (`engine-1.52-v2-<profile>`). */
   revision: "dev.agentcell.revision",
@@ -48,7 +48,7 @@ export const LABELS: {
 });
 
 /** Roles of the resources of one sandbox. */
-export type SandboxResourceRole = "volume" | "keeper" | "network" | "accessor" | "proxy" | "egress" | "copier";
+export type SandboxResourceRole = "volume" | "keeper" | "network" | "accessor" | "proxy" | "egress" | "relay" | "copier";
 
 /** Names of the resources of one sandbox. */
 export interface SandboxResourceNames {
@@ -69,6 +69,8 @@ export interface SandboxResourceNames {
    * taken, a fork filled; see `snapshots/copier.ts`). Records written before snapshots lack it.
    */
   readonly copier: string;
+  /** The port relay container (created on the first `connect()`; see `ports/`). */
+  readonly relay: string;
 }
 
 /**
@@ -92,6 +94,7 @@ export function resourceNames(namespace: string, reservationId: string): Sandbox
     proxy: `${base}-proxy`,
     egress: `${base}-egress`,
     copier: `${base}-copier`,
+    relay: `${base}-relay`,
   });
 }
 

@@ -37,7 +37,9 @@ import { inspectContainer } from "../engine/containers.ts";
 import { containerStats } from "../engine/container_stats.ts";
 import type { SandboxStats } from "../sandbox/stats.ts";
 import { sandboxStatsOf } from "./stats.ts";
+import { sandboxStatsStream, type SandboxStatsStreamOptions, statsIntervalOf } from "./stats_stream.ts";
 import { watchContainer } from "./keeper/container_watch.ts";
+import { keeperStoppedError } from "./keeper/keeper_stopped.ts";
 import type { AcquiredSandbox } from "./acquire.ts";
 import type { DockerSandboxBackendSettings } from "./config.ts";
 import { guardLoss } from "./keeper/guards.ts";
@@ -67,6 +69,8 @@ export interface DockerSnapshotOptions {
   /** Deadline of the whole snapshot (the copy included), milliseconds. @default 300000 */
   readonly timeoutMs?: number;
 }
+import { DockerSandboxPorts } from "./ports/ports.ts";
+import type { SandboxConnection, SandboxConnectOptions, SandboxFetchOptions, SandboxForwardOptions, SandboxPortForward, SandboxPorts } from "../sandbox/ports.ts";
 
 /** The exact resources of a sandbox, for callers that verify cleanup. */
 export interface DockerSandboxResources {
@@ -82,6 +86,8 @@ export interface DockerSandboxResources {
   readonly proxyId?: string;
   /** Egress bridge network ID (`allowlist`), else `undefined`. */
   readonly egressId?: string;
+  /** Port relay container ID once created (the first `connect()`), else `undefined`. */
+  readonly relayId?: string;
 }
 
 /**
@@ -100,11 +106,13 @@ export interface DockerSandboxResources {
  * - With policy `network: { kind: "allowlist" }`, `egress` yields the proxy's decisions;
  *   `stop()` also removes the proxy container, `destroy()` both networks, and a proxy that
  *   stops on its own stops the sandbox.
+ * - `connect()`, `fetch()` and `forwardPort()` reach guest servers through the sandbox's port
+ *   relay (`ports/`, created on the first connect); `stop()` ends them and removes the relay.
  * - `importTree()` writes trees between processes (policy `processes: "one"`: before the
  *   process is reserved); `exportTree()` reads them after `stop()` through a never-started
  *   read-only accessor container.
  */
-export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGuestFiles {
+export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGuestFiles, SandboxPorts {
   /** Reservation ID. */
   readonly id: string;
   readonly #engine: DockerEngine;
@@ -134,6 +142,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   #destroyTask: Promise<void> | undefined;
   /** The pause or resume in flight (they run one at a time). */
   #pauseTask: Promise<void> = Promise.resolve();
+  /** The guest ports (`ports/`), made on first use. */
+  #ports: DockerSandboxPorts | undefined;
 
   /** @internal Made by the reservation; not for callers. */
   constructor(
@@ -197,12 +207,14 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     void watchContainer(this.#engine, this.#acquired.keeperId, {
       stopping: this.#stopping.signal,
       unreachableMs: this.#policy.deadlines.cleanupMs,
-      onStopped: (exitCode) =>
-        void this.#stopFor(
-          new SandboxStoppedError(
-            exitCode === undefined ? "Cannot continue: the keeper container was removed from outside" : "Cannot continue: the keeper container stopped on its own",
-          ),
-        ).catch(() => {}),
+      onStopped: async (exitCode) => {
+        if (exitCode === undefined) {
+          return void this.#stopFor(new SandboxStoppedError("Cannot continue: the keeper container was removed from outside")).catch(() => {});
+        }
+        // Read its end before #stopFor removes it: was it the kernel's OOM killer?
+        const inspect = await inspectContainer(this.#engine, this.#acquired.keeperId, { timeoutMs: this.#policy.deadlines.cleanupMs }).catch(() => undefined);
+        await this.#stopFor(keeperStoppedError(inspect?.State.OOMKilled === true, this.#policy.resources.memoryBytes)).catch(() => {});
+      },
       onUnreachable: (error) => void this.#stopFor(unansweredError("watch the keeper", this.#policy.deadlines.cleanupMs, error)).catch(() => {}),
     });
   }
@@ -264,6 +276,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       networkId: this.#acquired.networkId,
       accessorId: this.#accessorId,
       ...(this.#acquired.egress ? { proxyId: this.#acquired.egress.proxyId, egressId: this.#acquired.egress.egressId } : {}),
+      ...(this.#acquired.log.record.resources.relay?.id ? { relayId: this.#acquired.log.record.resources.relay.id } : {}),
     };
   }
 
@@ -374,6 +387,41 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       this.#assertRunning("read sandbox stats");
       throw asSandboxError(error, "read sandbox stats");
     }
+  }
+
+  /**
+   * Live samples of what the sandbox uses (each a {@linkcode SandboxStats}, as
+   * {@linkcode DockerSandbox.stats} gives one) from the keeper's Engine stats stream
+   * (`GET /containers/{id}/stats?stream=true`, about one sample a second on one connection),
+   * at most one per `options.intervalMs`; see `stats_stream.ts`. A slow reader gets the
+   * newest sample, never a backlog (samples in between are dropped). The stream closes when
+   * the sandbox stops and errors with a `SandboxEngineError` when the Engine fails;
+   * `cancel()` closes its connection at once. Nothing is read before the first read. The
+   * first sample's `cpu.fraction` is 0 (the Engine has no previous read yet).
+   *
+   * @param options `intervalMs`, from 1,000 (the default) to 3,600,000.
+   * @returns The samples.
+   * @throws {SandboxConfigurationError} when `options.intervalMs` is not an integer in range
+   * @throws {SandboxStoppedError} (or the stop cause) when the sandbox is not running
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox
+   * for await (const stats of sandbox.statsStream({ intervalMs: 5_000 })) {
+   *   console.log(stats.cpu.fraction, stats.memory.workingSetBytes);
+   * }
+   * ```
+   */
+  statsStream(options: SandboxStatsStreamOptions = {}): ReadableStream<SandboxStats> {
+    const intervalMs = statsIntervalOf(options);
+    this.#assertRunning("stream sandbox stats");
+    return sandboxStatsStream({
+      engine: this.#engine,
+      keeperId: this.#acquired.keeperId,
+      cpus: this.#policy.resources.cpus,
+      stopping: this.#stopping.signal,
+      openTimeoutMs: this.#policy.deadlines.cleanupMs,
+    }, intervalMs);
   }
 
   /**
@@ -619,9 +667,98 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     return this.#accessorTask;
   }
 
+  /** The ports of this sandbox, made on first use. */
+  #portsOf(): DockerSandboxPorts {
+    this.#ports ??= new DockerSandboxPorts({
+      engine: this.#engine,
+      log: this.#acquired.log,
+      name: this.#names.relay,
+      keeperId: this.#acquired.keeperId,
+      user: this.#settings.keeperUser,
+      imageDigest: this.#settings.proxyImageDigest,
+      platform: this.#settings.profile.image.platform,
+      runtime: this.#settings.profile.runtime,
+      cleanupMs: this.#policy.deadlines.cleanupMs,
+      stopping: this.#stopping.signal,
+      assertRunning: (action) => this.#assertRunning(action),
+    });
+    return this.#ports;
+  }
+
   /**
-   * Freeze compute: every container of the sandbox (the keeper, and the egress proxy of an
-   * allowlist sandbox) is paused by the Engine's cgroup freezer (`POST
+   * Open a byte connection to `127.0.0.1:port` inside the sandbox's network namespace (any
+   * network policy, `isolated` included), through the sandbox's port relay: a hardened
+   * container of ours joined to the keeper's namespace, created on the first call (needs
+   * `config.proxyImageDigest`). See `docs/ports.md`.
+   *
+   * @param port the guest's TCP port, 1 … 65535
+   * @param options `signal`, `timeoutMs` (default 30 s)
+   * @returns `{ readable, writable, closed, close() }`; `writable.close()` half-closes
+   * @throws {SandboxConnectionError} `refused` when nothing accepts the connection
+   * @throws {SandboxConfigurationError} for an invalid port or option, or without `config.proxyImageDigest`
+   * @throws {SandboxUnsupportedError} under gVisor (`linux-x64-gvisor`)
+   * @throws {SandboxQuotaError} when 64 connections of this sandbox are open
+   * @throws {SandboxDeadlineError} / {SandboxAbortedError} / {SandboxStoppedError} (or the stop cause)
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * const connection = await sandbox.connect(8080);
+   * const writer = connection.writable.getWriter();
+   * await writer.write(new TextEncoder().encode("ping\n"));
+   * await writer.close(); // half-close: the guest reads end of file
+   * console.log(await new Response(connection.readable).text());
+   * ```
+   */
+  connect(port: number, options?: SandboxConnectOptions): Promise<SandboxConnection> {
+    return this.#portsOf().connect(port, options);
+  }
+
+  /**
+   * One HTTP/1.1 exchange with the guest server on `port` over {@linkcode connect}
+   * (`Connection: close`), answered as a standard `Response`; bounded by `options`
+   * (`timeoutMs` 30 s, `maxHeadBytes` 16 KiB, `maxBodyBytes` 64 MiB, `signal`).
+   *
+   * @param port the guest's TCP port
+   * @param request a path (`"/index.html"`), an `http:` URL (its host is the `Host` field) or a `Request`
+   * @throws {SandboxConnectionError} `refused`, `reset`, `relay_lost` or `invalid_response`
+   * @throws {SandboxQuotaError} past `maxHeadBytes` (the body stream errors past `maxBodyBytes`)
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * const response = await sandbox.fetch(3000, "/");
+   * console.log(response.status, await response.text());
+   * ```
+   */
+  fetch(port: number, request: Request | string | URL, options?: SandboxFetchOptions): Promise<Response> {
+    return this.#portsOf().fetch(port, request, options);
+  }
+
+  /**
+   * Listen on the host (`127.0.0.1` and a free port unless `options` say otherwise) and relay
+   * each accepted connection to the guest's `port` (one {@linkcode connect} each): open
+   * `forward.url` in a browser. Bounded by `maxConnections` (default 16) and
+   * `maxBytesPerConnection`; `events` reports `opened`, `closed` and `refused`. Closed by
+   * `close()` or when the sandbox stops. On Deno it needs `--allow-net=<hostname>`.
+   *
+   * @throws {SandboxConfigurationError} for an invalid option, or a Deno permission (named)
+   * @throws {SandboxConflictError} when the host port is in use
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * await using forward = await sandbox.forwardPort(5173);
+   * console.log(`open ${forward.url}`);
+   * ```
+   */
+  forwardPort(port: number, options?: SandboxForwardOptions): Promise<SandboxPortForward> {
+    return this.#portsOf().forwardPort(port, options);
+  }
+
+  /**
+   * Freeze compute: every container of the sandbox (the keeper, the egress proxy of an
+   * allowlist sandbox, the port relay once `connect()` made it) is paused by the Engine's cgroup freezer (`POST
    * /containers/{id}/pause`); its processes keep their memory and use no CPU. `state` is
    * `paused` from the call on; calls that need a running guest (`reserveProcess`, `run`,
    * `stats`, file transfers, guest files) throw `invalid_state` until `resume()`. Running
@@ -847,6 +984,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   }
 
   async #removeKeeper(): Promise<void> {
+    // The port relay lives in the keeper's network namespace: it goes first.
+    await this.#ports?.stop(this.#stopCause!);
     try {
       await removeRecorded(this.#engine, this.#acquired.log, "keeper", { timeoutMs: this.#policy.deadlines.cleanupMs });
     } catch (error) {

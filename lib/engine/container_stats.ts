@@ -7,6 +7,8 @@
 import { z } from "zod";
 import type { DockerEngine } from "./client.ts";
 import type { EngineCallOptions } from "./containers.ts";
+import { DockerEngineError } from "./errors.ts";
+import { jsonLines } from "./_json_lines.ts";
 
 const count = z.number().int().nonnegative();
 
@@ -49,4 +51,55 @@ export async function containerStats(engine: DockerEngine, id: string, options: 
     ...options,
   });
   return reply.value;
+}
+
+/**
+ * Longest line of the stats stream accepted, bytes: a sample is about 2 KiB (more with many
+ * networks); a longer line errors the stream (`invalid_body`) instead of growing a buffer.
+ */
+export const MAX_STATS_LINE_BYTES = 64 * 1024;
+
+/**
+ * `GET /containers/{id}/stats?stream=true`: the Engine's samples (about one a second,
+ * newline-delimited JSON) on one connection, each validated, read as the returned stream is
+ * read (no read-ahead beyond the socket's own buffer and one line). Cancelling the stream,
+ * or aborting `options.signal`, closes the connection; the stream closes when the Engine
+ * ends the reply (the container was removed, or the Engine stopped).
+ *
+ * @param options `connectTimeoutMs`/`headerTimeoutMs` bound the opening; `signal` aborts it
+ *   and the reading.
+ * @returns The validated samples.
+ * @throws {DockerEngineError} `not_found` when the container is gone, `invalid_body` (on the
+ *   stream) for a line that fails the schema or is longer than {@linkcode MAX_STATS_LINE_BYTES}
+ * @throws {DockerEngineTransportError} on transport faults
+ */
+export async function streamContainerStats(
+  engine: DockerEngine,
+  id: string,
+  options: { connectTimeoutMs?: number; headerTimeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<ReadableStream<ContainerStats>> {
+  const response = await engine.stream("GET", `/containers/${encodeURIComponent(id)}/stats`, {
+    query: { stream: true },
+    ...options,
+  });
+  if (response.status !== 200) throw await engine.failure(response, "stream container stats");
+  return jsonLines(response.body, MAX_STATS_LINE_BYTES, (line) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (error) {
+      throw new DockerEngineError("invalid_body", "Cannot stream container stats: a line of the reply is not JSON", { cause: error });
+    }
+    const parsed = containerStatsSchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue ? issue.path.join(".") || "(root)" : "(root)";
+      throw new DockerEngineError(
+        "invalid_body",
+        `Cannot stream container stats: a sample does not match its schema at ${where}: ${issue?.message ?? "invalid"}`,
+        { cause: parsed.error },
+      );
+    }
+    return parsed.data;
+  }, () => new DockerEngineError("invalid_body", `Cannot stream container stats: a line is longer than ${MAX_STATS_LINE_BYTES} bytes`));
 }

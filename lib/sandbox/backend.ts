@@ -13,6 +13,7 @@ import type { SandboxPolicyInput } from "./policy.ts";
 import type { SandboxProcessRequest, SandboxProcessReservation } from "./process.ts";
 import type { SandboxRunOptions, SandboxRunResult } from "./run.ts";
 import type { SandboxStartOptions } from "./start_options.ts";
+import type { SandboxPorts } from "./ports.ts";
 
 /**
  * A request for one sandbox.
@@ -224,6 +225,22 @@ export interface Sandbox extends AsyncDisposable {
    * @throws {SandboxStoppedError} (or the stop cause) When the sandbox stopped first.
    */
   run(executable: string, args?: readonly string[], options?: SandboxRunOptions): Promise<SandboxRunResult>;
+  /**
+   * Opens a byte connection to `127.0.0.1:port` inside the sandbox's network namespace
+   * (see {@linkcode SandboxPorts.connect}). Optional: a backend that cannot reach guest
+   * servers leaves it out.
+   */
+  readonly connect?: SandboxPorts["connect"];
+  /**
+   * One HTTP/1.1 exchange with a guest server, answered as a `Response` (see
+   * {@linkcode SandboxPorts.fetch}). Optional, with `connect`.
+   */
+  readonly fetch?: SandboxPorts["fetch"];
+  /**
+   * A host listener relaying each accepted connection to a guest port (see
+   * {@linkcode SandboxPorts.forwardPort}). Optional, with `connect`.
+   */
+  readonly forwardPort?: SandboxPorts["forwardPort"];
   /**
    * Stops compute: force-removes the workload (every process, their descendants and the
    * keeper) and retains files. Idempotent; bounded by `deadlines.cleanupMs`.

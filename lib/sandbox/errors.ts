@@ -185,16 +185,29 @@ export class SandboxStoppedError extends SandboxError {
   override readonly name: string = "SandboxStoppedError";
   /** Always `"stopped"`. */
   declare readonly code: "stopped";
+  /**
+   * `true` when the container whose end stopped the sandbox (its keeper, or a sidecar such as
+   * the egress proxy) had been hit by the kernel's OOM killer: a memory limit was reached.
+   * Absent otherwise, or when it could not be read.
+   */
+  declare readonly oomKilled?: true;
 
   /**
    * Creates the error.
    *
    * @param message Text in the form "Cannot <action>: <reason>".
-   * @param options Optional `cause`.
+   * @param options Optional `cause` and `oomKilled`.
    */
-  constructor(message: string, options?: SandboxErrorOptions) {
+  constructor(message: string, options?: SandboxStoppedErrorOptions) {
     super("stopped", message, options);
+    if (options?.oomKilled === true) (this as { oomKilled?: true }).oomKilled = true;
   }
+}
+
+/** Options of {@linkcode SandboxStoppedError}: a `cause`, and whether an OOM kill stopped it. */
+export interface SandboxStoppedErrorOptions extends SandboxErrorOptions {
+  /** The kernel's OOM killer ended the container whose end stopped the sandbox. */
+  readonly oomKilled?: true;
 }
 
 /**

@@ -34,9 +34,25 @@ export {
   SandboxQuotaError,
   SandboxStateError,
   SandboxStoppedError,
+  type SandboxStoppedErrorOptions,
   SandboxUnsupportedError,
 } from "./errors.ts";
 export type { SandboxEngineErrorOptions, SandboxErrorCode, SandboxErrorOptions } from "./errors.ts";
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_FETCH_LIMITS,
+  DEFAULT_FORWARD_OPTIONS,
+  MAX_SANDBOX_CONNECTIONS,
+  type SandboxConnection,
+  SandboxConnectionError,
+  type SandboxConnectionFailure,
+  type SandboxConnectOptions,
+  type SandboxFetchOptions,
+  type SandboxForwardEvent,
+  type SandboxForwardOptions,
+  type SandboxPortForward,
+  type SandboxPorts,
+} from "./ports.ts";
 export {
   DEFAULT_CLEANUP_MS,
   DEFAULT_GUEST_FILE_MS,

@@ -230,8 +230,11 @@ export const SANDBOX_KILL_REASONS = ["timeout", "output_limit", "abandoned_outpu
 /**
  * How the process leader ended.
  *
- * - `{ kind: "exited", code }`: the leader exited on its own and the engine reported its exit
- *   `code` (128 + the signal for a leader a signal ended, e.g. 137 for `SIGKILL`).
+ * - `{ kind: "exited", code, oomKilled? }`: the leader exited on its own and the engine
+ *   reported its exit `code` (128 + the signal for a leader a signal ended, e.g. 137 for
+ *   `SIGKILL`). `oomKilled: true` when the kernel's OOM killer ended it: the sandbox hit its
+ *   memory limit (`policy.resources.memoryBytes`) while it ran; absent otherwise, or when a
+ *   backend could not tell.
  * - `{ kind: "killed", reason, code }`: the backend ended the process (see
  *   {@linkcode SandboxKillReason}) before its leader's exit was observed; `code` is the exit
  *   code the engine then reported (137 when the kill ended the leader).
@@ -256,7 +259,7 @@ export const SANDBOX_KILL_REASONS = ["timeout", "output_limit", "abandoned_outpu
  * ```
  */
 export type SandboxExitReceipt =
-  | { readonly kind: "exited"; readonly code: number }
+  | { readonly kind: "exited"; readonly code: number; readonly oomKilled?: true }
   | { readonly kind: "killed"; readonly reason: SandboxKillReason; readonly code: number }
   | { readonly kind: "unavailable"; readonly reason: "sandbox_stopped" };
 
@@ -269,13 +272,14 @@ export type SandboxExitReceipt =
  * import { sandboxExitReceiptSchema } from "./process.ts";
  *
  * sandboxExitReceiptSchema.parse({ kind: "exited", code: 0 });
+ * sandboxExitReceiptSchema.parse({ kind: "exited", code: 137, oomKilled: true });
  * sandboxExitReceiptSchema.parse({ kind: "killed", reason: "timeout", code: 137 });
  * ```
  */
 export const sandboxExitReceiptSchema: z.ZodType<SandboxExitReceipt> = z.discriminatedUnion(
   "kind",
   [
-    z.strictObject({ kind: z.literal("exited"), code: z.int32() }),
+    z.strictObject({ kind: z.literal("exited"), code: z.int32(), oomKilled: z.literal(true).optional() }),
     z.strictObject({
       kind: z.literal("killed"),
       reason: z.enum(SANDBOX_KILL_REASONS),

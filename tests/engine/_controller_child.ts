@@ -10,6 +10,7 @@
 //   snapshot-copier during `sandbox.snapshot()`, right after its copier's "created" is durable
 //                   (the snapshot's volume exists, the copier was never started, the keeper is paused)
 //   exporting       during an export, after the first entry arrived
+//   connected       after its first connect() created the port relay (needs AGENTCELL_CHILD_PROXY_IMAGE)
 //   hold            never: it prints "running <pid>" while its process runs and lives on until
 //                   the test kills it (a live controller)
 // Other settings: AGENTCELL_CHILD_STORE (the store directory), AGENTCELL_CHILD_SPILL (spill
@@ -53,6 +54,11 @@ const reservation = backend.reserve({ policy: JSON.parse(process.env.AGENTCELL_C
 });
 console.log(`ready ${reservation.id}`);
 const sandbox = await reservation.start();
+if (killAt === "connected") {
+  // Nothing listens on port 1: the connect is refused, but the relay exists and is recorded.
+  await sandbox.connect(1).catch(() => {});
+  die();
+}
 if (killAt === "exporting") {
   const writer = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "mkdir out && for i in 1 2 3; do echo $i > out/f$i; done"] }).start();
   await writer.stdin.close();

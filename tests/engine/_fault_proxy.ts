@@ -105,6 +105,8 @@ export interface ProxiedRequest {
   fault: ProxyFault["kind"] | undefined;
   /** Whether the Engine switched protocols (`101`) and bytes are spliced both ways. */
   upgraded: boolean;
+  /** Whether the client's connection of this request has closed. */
+  closed: boolean;
 }
 
 /** An injected rule and what it did. */
@@ -254,7 +256,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       client.off("end", onEarlyEnd);
       const [method = "", target = ""] = latin1.decode(head.subarray(0, head.indexOf(13))).split(" ");
       const path = target.replace(/\?.*$/su, "").replace(/^\/v[0-9]+\.[0-9]+(?=\/)/u, "");
-      const request: ProxiedRequest = { connection: number, method, target, path, status: undefined, fault: undefined, upgraded: false };
+      const request: ProxiedRequest = { connection: number, method, target, path, status: undefined, fault: undefined, upgraded: false, closed: false };
+      client.on("close", () => request.closed = true);
       requests.push(request);
       proxyConnection(client, head, request, ruleFor(request));
     };

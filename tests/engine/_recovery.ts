@@ -87,6 +87,7 @@ export async function assertNothingLeft(engine: DockerEngine, record: DockerSand
   await gone(`/volumes/${names.volume}`);
   if (names.proxy) await gone(`/containers/${names.proxy}/json`);
   if (names.egress) await gone(`/networks/${names.egress}`);
+  if (names.relay) await gone(`/containers/${names.relay}/json`);
   for (const [role, entry] of Object.entries(record.resources)) {
     if (!entry?.id) continue;
     const path = role === "volume" ? `/volumes/${entry.id}` : role === "network" || role === "egress" ? `/networks/${entry.id}` : `/containers/${entry.id}/json`;
@@ -101,7 +102,7 @@ export async function assertNothingLeft(engine: DockerEngine, record: DockerSand
 export async function removeNamed(engine: DockerEngine, record: DockerSandboxRecoveryRecord): Promise<void> {
   const { names } = record.identity;
   const paths = [
-    ...[names.keeper, names.accessor, names.proxy].flatMap((name) => name ? [`/containers/${name}`] : []),
+    ...[names.relay, names.keeper, names.accessor, names.proxy].flatMap((name) => name ? [`/containers/${name}`] : []),
     ...[names.network, names.egress].flatMap((name) => name ? [`/networks/${name}`] : []),
     `/volumes/${names.volume}`,
   ];

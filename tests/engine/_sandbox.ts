@@ -90,13 +90,14 @@ async function assertAbsent(engine: DockerEngine, path: string): Promise<void> {
 
 /** Assert that every resource of `sandbox` answers 404 by its exact identity. */
 export async function assertGone(engine: DockerEngine, sandbox: DockerSandbox): Promise<void> {
-  const { keeperId, volumeName, networkId, accessorId, proxyId, egressId } = sandbox.resources;
+  const { keeperId, volumeName, networkId, accessorId, proxyId, egressId, relayId } = sandbox.resources;
   await assertAbsent(engine, `/containers/${keeperId}/json`);
   await assertAbsent(engine, `/volumes/${volumeName}`);
   if (networkId) await assertAbsent(engine, `/networks/${networkId}`);
   if (accessorId) await assertAbsent(engine, `/containers/${accessorId}/json`);
   if (proxyId) await assertAbsent(engine, `/containers/${proxyId}/json`);
   if (egressId) await assertAbsent(engine, `/networks/${egressId}`);
+  if (relayId) await assertAbsent(engine, `/containers/${relayId}/json`);
   assert.equal(sandbox.state, "destroyed");
 }
 
@@ -108,6 +109,7 @@ export async function assertNamesAbsent(engine: DockerEngine, names: SandboxReso
   await assertAbsent(engine, `/networks/${names.network}`);
   await assertAbsent(engine, `/containers/${names.proxy}/json`);
   await assertAbsent(engine, `/networks/${names.egress}`);
+  await assertAbsent(engine, `/containers/${names.relay}/json`);
 }
 
 /** Read a whole byte stream as UTF-8 text. */

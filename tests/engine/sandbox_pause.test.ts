@@ -74,13 +74,20 @@ engineTest("DockerSandbox execution deadline keeps running while paused and stop
   }, { policy: { ...testPolicy, execution: { kind: "deadline", timeoutMs: 2_000 } } });
 });
 
-engineTest("DockerSandbox pause freezes the egress proxy of an allowlist sandbox too", async (engine) => {
+engineTest("DockerSandbox pause freezes the egress proxy of an allowlist sandbox and the port relay too", async (engine) => {
   await withSandbox(engine, async (sandbox) => {
+    // The first connect() makes the relay (nothing listens on port 1: refused).
+    await sandbox.connect(1).catch(() => {});
+    const relayId = sandbox.resources.relayId!;
+    assert.ok(relayId);
     await sandbox.pause();
     const proxyId = sandbox.resources.proxyId!;
     assert.equal((await inspectContainer(engine, proxyId)).State.Paused, true);
+    assert.equal((await inspectContainer(engine, relayId)).State.Paused, true);
+    await assert.rejects(sandbox.connect(1), isPausedRefusal);
     await sandbox.resume();
     assert.equal((await inspectContainer(engine, proxyId)).State.Paused, false);
+    assert.equal((await inspectContainer(engine, relayId)).State.Paused, false);
     assert.equal(sandbox.state, "running");
   }, { policy: { ...testPolicy, network: { kind: "allowlist", hosts: ["example.com"] } }, config: { proxyImageDigest: nodeImage } });
 });

@@ -11,9 +11,9 @@
 // - the agent's own oom_score_adj write (the process wrapper's `echo 1000`) works.
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { SandboxDeadlineError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
+import { SandboxDeadlineError, SandboxStoppedError, SandboxUnsupportedError } from "../../lib/sandbox/errors.ts";
 import { inspectContainer } from "../../lib/engine/containers.ts";
-import { engineTest, eventually } from "../engine/_engine.ts";
+import { engineTest, eventually, nodeImage } from "../engine/_engine.ts";
 import { bytes, importEntries, type Planned, readExport, sha256 } from "../engine/_files.ts";
 import { assertGone, recordingPort, readUntil, text, withBackend, withSandbox } from "../engine/_sandbox.ts";
 
@@ -152,4 +152,15 @@ engineTest("gVisor sandbox files: writeFile/readFile while running, importTree t
     const accessor = await inspectContainer(engine, sandbox.resources.accessorId!);
     assert.equal(accessor.HostConfig.Runtime, "runsc", "the never-started accessor names the profile's runtime too");
   }, { policy, config });
+});
+
+engineTest("gVisor sandbox connect() is refused with SandboxUnsupportedError before any relay is created (the guest's sockets are in gVisor's netstack)", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    await assert.rejects(sandbox.connect(8080), (error: unknown) => {
+      assert.ok(error instanceof SandboxUnsupportedError);
+      assert.match(error.message, /^Cannot connect to port 8080 in the sandbox: the sandbox runs under gVisor \(runsc\)/);
+      return true;
+    });
+    await assert.rejects(engine.request("GET", `/containers/${sandbox.names.relay}/json`), (error: unknown) => (error as { code?: string }).code === "not_found");
+  }, { policy, config: { ...config, proxyImageDigest: nodeImage } });
 });

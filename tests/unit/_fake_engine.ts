@@ -255,3 +255,25 @@ export { concatBytes as concat };
 export function bytes(text: string): Uint8Array {
   return encoder.encode(text);
 }
+
+/** The `GET /version` reply {@linkcode startVersionedFakeEngine} gives: API 1.51. */
+export const FAKE_VERSION = JSON.stringify({ Version: "x", ApiVersion: "1.51", Os: "linux", Arch: "amd64" });
+
+/**
+ * A fake engine that answers `GET /version` itself (API 1.51) and hands every other
+ * connection, with its request head already read, to `script`.
+ *
+ * @param script What to do with one connection after its request was read.
+ * @returns The running engine; `close()` it in `finally`.
+ */
+export function startVersionedFakeEngine(script: (connection: FakeConnection, head: string) => Promise<void>): Promise<FakeEngine> {
+  return startFakeEngine(async (connection) => {
+    const request = await connection.readRequest();
+    if (request.head.startsWith("GET /version ")) {
+      await connection.write(`HTTP/1.1 200 OK\r\nContent-Length: ${FAKE_VERSION.length}\r\n\r\n${FAKE_VERSION}`);
+      await connection.end();
+      return;
+    }
+    await script(connection, request.head);
+  });
+}

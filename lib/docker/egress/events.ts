@@ -16,6 +16,7 @@ import { z } from "zod";
 import { lines } from "../../sandbox/lines.ts";
 import { demultiplex } from "../../engine/frames/demultiplex.ts";
 import type { EgressEvent } from "./proxy_program.ts";
+import { BoundedEvents } from "../_bounded_events.ts";
 
 export type { EgressEvent } from "./proxy_program.ts";
 
@@ -55,11 +56,8 @@ const listeningSchema = z.strictObject({ event: z.literal("listening"), port: z.
 export class DockerEgressEvents implements AsyncIterable<EgressEvent> {
   /** Most events kept unread; older ones are dropped first. */
   readonly capacity: number;
-  #queue: EgressEvent[] = [];
-  #dropped = 0;
+  readonly #queue: BoundedEvents<EgressEvent>;
   #malformed = 0;
-  #ended = false;
-  #waiters: (() => void)[] = [];
   #listening: { promise: Promise<void>; resolve: () => void; reject: (error: Error) => void };
   /** Settles (never rejects) once the proxy's output ended. */
   readonly ended: Promise<void>;
@@ -71,6 +69,7 @@ export class DockerEgressEvents implements AsyncIterable<EgressEvent> {
    */
   constructor(source: ReadableStream<Uint8Array>, capacity: number = DEFAULT_EGRESS_EVENT_CAPACITY) {
     this.capacity = capacity;
+    this.#queue = new BoundedEvents(capacity);
     let resolve!: () => void, reject!: (error: Error) => void;
     const promise = new Promise<void>((yes, no) => ((resolve = yes), (reject = no)));
     promise.catch(() => {});
@@ -78,15 +77,14 @@ export class DockerEgressEvents implements AsyncIterable<EgressEvent> {
     const output = demultiplex(source, { maxBufferedOutputBytes: 1024 * 1024, onFault: () => undefined });
     const drainStderr = output.stderr.pipeTo(new WritableStream()).catch(() => {});
     this.ended = Promise.all([this.#read(output.stdout), drainStderr]).then(() => {
-      this.#ended = true;
+      this.#queue.end();
       this.#listening.reject(new Error("the proxy's output ended before it listened"));
-      for (const wake of this.#waiters.splice(0)) wake();
     });
   }
 
   /** Events dropped because the queue was full (the oldest go first). */
   get dropped(): number {
-    return this.#dropped;
+    return this.#queue.dropped;
   }
 
   /** Lines of the proxy's stdout that were not a decision (skipped). */
@@ -114,7 +112,7 @@ export class DockerEgressEvents implements AsyncIterable<EgressEvent> {
           continue;
         }
         const event = eventSchema.safeParse(value);
-        if (event.success) this.#push(Object.freeze(event.data));
+        if (event.success) this.#queue.push(Object.freeze(event.data));
         else if (listeningSchema.safeParse(value).success) this.#listening.resolve();
         else this.#malformed++;
       }
@@ -124,25 +122,8 @@ export class DockerEgressEvents implements AsyncIterable<EgressEvent> {
     }
   }
 
-  #push(event: EgressEvent): void {
-    if (this.#queue.length >= this.capacity) {
-      this.#queue.shift();
-      this.#dropped++;
-    }
-    this.#queue.push(event);
-    this.#waiters.shift()?.();
-  }
-
   /** Each decision once, in order; ends once the output ended and the queue is empty. */
-  async *[Symbol.asyncIterator](): AsyncIterator<EgressEvent> {
-    for (;;) {
-      const next = this.#queue.shift();
-      if (next !== undefined) {
-        yield next;
-        continue;
-      }
-      if (this.#ended) return;
-      await new Promise<void>((wake) => this.#waiters.push(wake));
-    }
+  [Symbol.asyncIterator](): AsyncIterator<EgressEvent> {
+    return this.#queue[Symbol.asyncIterator]();
   }
 }

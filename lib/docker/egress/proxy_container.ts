@@ -19,8 +19,8 @@ import { SandboxUnsupportedError } from "../../sandbox/errors.ts";
 import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
 import type { ContainerInspect } from "../../engine/containers.ts";
 import type { EgressProxyConfig } from "./proxy_program.ts";
-import { HARDENING_FIELDS, hostConfigMismatches, lockedDownHostConfig } from "../keeper/spec.ts";
 import { socketBufferSysctls } from "../keeper/socket_buffers.ts";
+import { nodeProgramCreateBody, nodeProgramMismatches, type NodeProgramContainer } from "../_node_program_container.ts";
 
 /** TCP port the proxy listens on inside its container. */
 export const PROXY_PORT = 3128;
@@ -39,9 +39,6 @@ export const PROXY_LIMITS: { readonly cpus: number; readonly memoryBytes: number
   pids: 64,
   nofile: 4096,
 });
-
-/** `PATH` of the proxy container (the image's `node` is found through it). */
-const PROXY_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /** Everything the proxy's create body depends on. */
 export interface ProxySpec {
@@ -76,41 +73,26 @@ export function proxyConfig(allowlist: SandboxAllowlistNetworkSettings, hostAddr
   };
 }
 
-function command(spec: ProxySpec): string[] {
-  return ["--input-type=module-typescript", "-e", spec.program];
-}
-
-function environment(spec: ProxySpec): string[] {
-  // NODE_OPTIONS is emptied so an image's own cannot load code into the proxy.
-  return [`PATH=${PROXY_PATH}`, "NODE_OPTIONS=", `AGENTCELL_EGRESS_CONFIG=${JSON.stringify(spec.config)}`];
+/** The proxy as a helper container of ours. */
+function helper(spec: ProxySpec): NodeProgramContainer {
+  return {
+    imageDigest: spec.imageDigest,
+    user: spec.user,
+    args: ["-e", spec.program],
+    env: [`AGENTCELL_EGRESS_CONFIG=${JSON.stringify(spec.config)}`],
+    labels: spec.labels,
+    limits: PROXY_LIMITS,
+    networkMode: spec.internalNetwork,
+    // The socket buffer caps apply only under runc, which the helper body names.
+    sysctls: socketBufferSysctls("runc"),
+    stdin: false,
+  };
 }
 
 /** The `POST /containers/create` body of the proxy (Engine API v1.44+: two endpoints at create). */
 export function proxyCreateBody(spec: ProxySpec): Record<string, unknown> {
   return {
-    Image: spec.imageDigest,
-    User: `${spec.user.uid}:${spec.user.gid}`,
-    Entrypoint: ["node"],
-    Cmd: command(spec),
-    WorkingDir: "/",
-    Env: environment(spec),
-    Labels: { ...spec.labels },
-    Tty: false,
-    OpenStdin: false,
-    AttachStdin: false,
-    AttachStdout: true,
-    AttachStderr: true,
-    ExposedPorts: {},
-    HostConfig: {
-      ...lockedDownHostConfig(PROXY_LIMITS, spec.internalNetwork),
-      Tmpfs: {},
-      Mounts: [],
-      Ulimits: [{ Name: "core", Soft: 0, Hard: 0 }, { Name: "nofile", Soft: PROXY_LIMITS.nofile, Hard: PROXY_LIMITS.nofile }],
-      // runc under every profile, named (not the daemon's default, which may be runsc): the
-      // socket buffer caps apply only under runc, and the readback checks it.
-      Runtime: "runc",
-      Sysctls: socketBufferSysctls("runc"),
-    },
+    ...nodeProgramCreateBody(helper(spec)),
     NetworkingConfig: { EndpointsConfig: { [spec.internalNetwork]: {}, [spec.egressNetwork]: {} } },
   };
 }
@@ -136,24 +118,10 @@ export function containerNetworks(inspect: ContainerInspect): Readonly<Record<st
  * @returns one sentence per mismatch (empty when everything matches)
  */
 export function proxyMismatches(inspect: ContainerInspect, spec: ProxySpec, running: boolean): string[] {
-  const problems: string[] = [];
-  const check = (ok: boolean, what: string) => {
-    if (!ok) problems.push(what);
-  };
-  const { Config: config, HostConfig: host } = inspect;
-  const sent = proxyCreateBody(spec).HostConfig as Record<string, unknown>;
-  problems.push(...hostConfigMismatches(host as unknown as Record<string, unknown>, sent, [...HARDENING_FIELDS, "Tmpfs", "Mounts", "Ulimits"]));
-  check((host.DeviceRequests ?? []).length === 0 && (host.VolumesFrom ?? []).length === 0 && inspect.Mounts.length === 0, "devices, mounts or shared volumes are present");
-  check(inspect.Image === spec.imageDigest, `image is ${inspect.Image}`);
-  check(config.User === `${spec.user.uid}:${spec.user.gid}`, `user is '${config.User}'`);
-  check(isDeepStrictEqual(config.Entrypoint, ["node"]) && isDeepStrictEqual(config.Cmd, command(spec)), "entrypoint/command is not the proxy program");
-  // The image's own variables are merged in by the Engine; ours must be there exactly.
-  const env = config.Env ?? [];
-  check(environment(spec).every((entry) => env.includes(entry)), "environment lacks the proxy's configuration");
-  check(!config.Tty && !config.OpenStdin && Object.keys(config.ExposedPorts ?? {}).length === 0, "a TTY or stdin is attached, or ports are exposed");
+  const problems = nodeProgramMismatches(inspect, helper(spec), false, "proxy");
   const networks = Object.keys(containerNetworks(inspect)).sort();
-  check(isDeepStrictEqual(networks, [spec.internalNetwork, spec.egressNetwork].sort()), `networks are ${JSON.stringify(networks)}`);
-  if (running) check(inspect.State.Running, `state is ${inspect.State.Status}`);
+  if (!isDeepStrictEqual(networks, [spec.internalNetwork, spec.egressNetwork].sort())) problems.push(`networks are ${JSON.stringify(networks)}`);
+  if (running && !inspect.State.Running) problems.push(`state is ${inspect.State.Status}`);
   return problems;
 }
 

@@ -44,5 +44,5 @@ export function proxyStoppedError(end: ProxyEnd): SandboxStoppedError {
     : end.oomKilled === false
     ? `not OOM-killed, ${exitText(end.exitCode)}`
     : `${exitText(end.exitCode)}; whether it was OOM-killed is unknown: its state could not be read`;
-  return new SandboxStoppedError(`${base} (${reason}), so the sandbox was stopped`);
+  return new SandboxStoppedError(`${base} (${reason}), so the sandbox was stopped`, end.oomKilled === true ? { oomKilled: true } : undefined);
 }

@@ -37,6 +37,7 @@ import { DockerEngineTransportError } from "../../engine/errors.ts";
 import type { EngineUpgrade } from "../../engine/http/mod.ts";
 import { demultiplex } from "../../engine/frames/demultiplex.ts";
 import { type ExitObserverHost, observeExit } from "./exit_observer.ts";
+import { oomKilledSince } from "./oom.ts";
 import { type GuestKillOutcome, killProcessGroup } from "./_guest_kill.ts";
 import type { ProcessKind } from "./registry.ts";
 import { WORK_PATH } from "../guest_paths.ts";
@@ -240,6 +241,8 @@ export async function startGuestProcess(
   const stderr = command.stderr === "discard" ? "e" : command.stderr === "stdout" ? "o" : "p";
   let attach: EngineUpgrade;
   let execId: string | undefined;
+  // When the exec was started (epoch ms): the start of the range its OOM check reads.
+  let startedAt = 0;
   try {
     execId = await createExec(host.engine, host.keeperId, {
       Cmd: wrappedCommand(command.argv, mark, stderr, command.killDescendantsOnExit),
@@ -252,6 +255,7 @@ export async function startGuestProcess(
         : { Tty: true, ConsoleSize: [command.tty.rows, command.tty.columns] as const, DetachKeys: TERMINAL_DETACH_KEYS }),
     }, { timeoutMs: host.policy.deadlines.startupMs, signal: options.signal });
     // Its answer is bounded by the start deadline too (a lost reply fails in that time).
+    startedAt = Date.now();
     attach = await startExec(host.engine, execId, {
       headerTimeoutMs: host.policy.deadlines.startupMs,
       signal: options.signal,
@@ -284,7 +288,7 @@ export async function startGuestProcess(
     attach.abort(host.stopping.reason);
     throw host.stopping.reason as SandboxError;
   }
-  const process = new DockerProcess(host, command, mark, execId, attach, release);
+  const process = new DockerProcess(host, command, mark, execId, attach, release, startedAt);
   if (command.kind === "process") await host.processStarted();
   return process;
 }
@@ -344,7 +348,7 @@ export class DockerProcess implements SandboxProcess {
   #killing: Promise<void> | undefined;
 
   /** @internal Made by {@linkcode startGuestProcess}. */
-  constructor(host: ProcessHost, command: GuestCommand, mark: string, execId: string, attach: EngineUpgrade, release: () => void) {
+  constructor(host: ProcessHost, command: GuestCommand, mark: string, execId: string, attach: EngineUpgrade, release: () => void, startedAt: number) {
     this.#host = host;
     this.#command = command;
     this.#mark = mark;
@@ -388,9 +392,15 @@ export class DockerProcess implements SandboxProcess {
       this.#settled = true;
       cancelTimeout();
       release();
-    }).then((observed): SandboxExitReceipt => {
+    }).then(async (observed): Promise<SandboxExitReceipt> => {
       const reason = this.#endReason;
       if (observed.kind === "exited" && reason !== undefined) return Object.freeze({ kind: "killed", reason, code: observed.code });
+      // A SIGKILL nobody of ours sent: the kernel's OOM killer, when the keeper's events say
+      // it acted while this process ran (processes raise their oom_score_adj, so it picks one
+      // of them before the keeper).
+      if (observed.kind === "exited" && observed.code === 128 + 9 && await oomKilledSince(host, startedAt)) {
+        return Object.freeze({ kind: "exited", code: observed.code, oomKilled: true });
+      }
       return Object.freeze(observed);
     });
     this.exit.catch(() => {});

@@ -76,6 +76,12 @@ export interface RecoveryIdentity {
    * Records written before the allowlist existed lack it and every `proxy`/`egress` entry.
    */
   readonly proxyImageDigest?: string;
+  /**
+   * Exact image ID of the port relay (`config.proxyImageDigest`, whatever the network):
+   * present when the backend has that helper image, so a `relay` may be created on the first
+   * `connect()`. Records written before the relay existed lack it and every `relay` entry.
+   */
+  readonly relayImageDigest?: string;
   /** The guest user: `config.user`, or the uid drawn from `config.userRange` at `reserve()`. */
   readonly user: { readonly uid: number; readonly gid: number };
   /**
@@ -118,7 +124,7 @@ export interface DockerSandboxRecoveryRecord {
   readonly identityDigest: string;
   /**
    * Resources by role; `network` only for `outbound` and `allowlist`, `proxy` and `egress`
-   * only for `allowlist`, `accessor` once an export began.
+   * only for `allowlist`, `accessor` once an export began, `relay` once a `connect()` began.
    */
   readonly resources: Readonly<Partial<Record<SandboxResourceRole, RecoveryResource>>>;
   /** Index signature of the neutral `SandboxRecoveryRecord` contract. */
@@ -151,11 +157,12 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     daemonId: z.string().max(255),
     imageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u),
     proxyImageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u).optional(),
+    relayImageDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/u).optional(),
     user: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
     userRange: z.strictObject({ first: z.number().int().positive(), count: z.number().int().positive() }).optional(),
     keeperUser: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
     snapshot: z.strictObject({ source: hex(32).optional(), createdAt: z.number().int().nonnegative() }).optional(),
-    // `proxy` and `egress` are optional: records written before the allowlist lack them.
+    // `proxy`, `egress`, `relay` and `copier` are optional: records written before them lack them.
     names: z.strictObject({
       volume: nameSchema,
       keeper: nameSchema,
@@ -164,6 +171,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
       proxy: nameSchema.optional(),
       egress: nameSchema.optional(),
       copier: nameSchema.optional(),
+      relay: nameSchema.optional(),
     }),
     nonce: hex(32),
     configurationDigest: hex(64),
@@ -178,6 +186,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     proxy: resourceSchema.optional(),
     egress: resourceSchema.optional(),
     copier: resourceSchema.optional(),
+    relay: resourceSchema.optional(),
   }),
 }).superRefine((record, context) => {
   // The resource table must name the identity's own resources: a name or ID edited into it
@@ -186,6 +195,9 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     if (!entry) continue;
     if ((role === "proxy" || role === "egress") && record.identity.proxyImageDigest === undefined) {
       context.addIssue({ code: "custom", path: ["resources", role], message: "must be absent when identity.proxyImageDigest is absent (only allowlist sandboxes have one)" });
+    }
+    if (role === "relay" && record.identity.relayImageDigest === undefined) {
+      context.addIssue({ code: "custom", path: ["resources", role], message: "must be absent when identity.relayImageDigest is absent (the relay runs that image)" });
     }
     if (entry.name !== record.identity.names[role]) {
       context.addIssue({ code: "custom", path: ["resources", role, "name"], message: `must be the identity's ${role} name ${record.identity.names[role]}` });

@@ -1,6 +1,7 @@
 /**
- * The one resource table of a sandbox: per role (volume, network, keeper, accessor, the
- * snapshot copier, and for an allowlist network the egress proxy and its egress bridge) how to
+ * The one resource table of a sandbox: per role (volume, network, keeper, accessor, the port
+ * relay, the snapshot copier, and for an allowlist network the egress proxy and its egress
+ * bridge) how to
  * inspect it by exact name or ID, check its labels and configuration fingerprint, and remove
  * it by exact ID — and the recorded create and remove steps that acquisition, `stop()`,
  * `destroy()` and recovery all share.
@@ -141,12 +142,16 @@ export const RESOURCE_TABLE: Readonly<Record<SandboxResourceRole, ResourceRoleEn
   keeper: containerEntry((record) => record.identity.imageDigest),
   accessor: containerEntry((record) => record.identity.imageDigest),
   proxy: containerEntry((record) => record.identity.proxyImageDigest),
+  relay: containerEntry((record) => record.identity.relayImageDigest),
   // The copier runs as root with the few capabilities a faithful copy needs (snapshots/copier.ts).
   copier: containerEntry((record) => record.identity.imageDigest, () => ({ uid: 0, gid: 0 })),
 });
 
-/** Roles in removal order: containers before the networks before the volume. */
-export const REMOVAL_ORDER: readonly SandboxResourceRole[] = Object.freeze(["keeper", "proxy", "accessor", "copier", "network", "egress", "volume"]);
+/**
+ * Roles in removal order: containers before the networks before the volume; the port relay
+ * first, as it lives in the keeper's network namespace.
+ */
+export const REMOVAL_ORDER: readonly SandboxResourceRole[] = Object.freeze(["relay", "keeper", "proxy", "accessor", "copier", "network", "egress", "volume"]);
 
 /**
  * Where `observed` differs from this record's resource of `role` — its name, each label

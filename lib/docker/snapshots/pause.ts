@@ -4,7 +4,8 @@
  * (`POST /containers/{id}/unpause`).
  *
  * The set of containers is {@linkcode computeContainers}, the one place that lists them (the
- * keeper, and the egress proxy of an allowlist sandbox; a sidecar added later joins there).
+ * keeper, the egress proxy of an allowlist sandbox, the port relay once it exists; a sidecar
+ * added later joins there).
  * Pause freezes the keeper first (the guest stops before its egress does) and resume thaws
  * it last (its egress runs again before the guest does). A pause that fails part way thaws
  * what it froze, so the sandbox stays running as a whole.
@@ -24,13 +25,19 @@ import type { AcquiredSandbox } from "../acquire.ts";
 
 /**
  * The exact container IDs of a sandbox's compute, in pause order: the keeper, then the egress
- * proxy when the policy is an allowlist.
+ * proxy when the policy is an allowlist, then the port relay once its record entry is
+ * `created` (made by the first `connect()`).
  *
  * @param acquired the sandbox's acquired resources
  * @returns the container IDs, keeper first
  */
-export function computeContainers(acquired: Pick<AcquiredSandbox, "keeperId" | "egress">): readonly string[] {
-  return acquired.egress === undefined ? [acquired.keeperId] : [acquired.keeperId, acquired.egress.proxyId];
+export function computeContainers(acquired: Pick<AcquiredSandbox, "keeperId" | "egress" | "log">): readonly string[] {
+  const relay = acquired.log.record.resources.relay;
+  return [
+    acquired.keeperId,
+    ...(acquired.egress === undefined ? [] : [acquired.egress.proxyId]),
+    ...(relay?.state === "created" && relay.id !== undefined ? [relay.id] : []),
+  ];
 }
 
 /**

@@ -1,5 +1,6 @@
 /**
- * Unix-socket connections on Bun (`Bun.connect({ unix })`).
+ * Unix-socket connections on Bun (`Bun.connect({ unix })`), and TCP listeners
+ * (`Bun.listen`).
  *
  * Bun pushes received data into a `data` handler. To keep reads pull-based the adapter
  * pauses the socket (`socket.pause()`) whenever data arrives and resumes it
@@ -12,10 +13,12 @@
  */
 import { connectWithin } from "./_connect_within.ts";
 import { type RawSocket, socketConnectionFromRaw } from "./raw_socket.ts";
-import type { ConnectOptions, SocketConnection } from "./types.ts";
+import type { AcceptedConnection, ConnectOptions, ListenOptions, SocketConnection, TcpListener } from "./types.ts";
 
 /** The part of Bun's socket API this adapter uses (Bun 1.4). */
 interface BunSocket {
+  readonly remoteAddress?: string;
+  readonly remotePort?: number;
   write(data: Uint8Array): number;
   shutdown(): void;
   terminate(): void;
@@ -33,12 +36,23 @@ interface BunSocketHandler {
   error(socket: BunSocket, error: Error): void;
 }
 
+/** The listener handlers: as a connection's, plus `open` for each accepted socket. */
+interface BunListenHandler extends BunSocketHandler {
+  open(socket: BunSocket): void;
+}
+
 declare const Bun: {
   connect(options: {
     unix: string;
     allowHalfOpen: boolean;
     socket: BunSocketHandler;
   }): Promise<BunSocket>;
+  listen(options: {
+    hostname: string;
+    port: number;
+    allowHalfOpen: boolean;
+    socket: BunListenHandler;
+  }): { readonly hostname: string; readonly port: number; stop(closeActiveConnections?: boolean): void };
 };
 
 /**
@@ -162,4 +176,70 @@ class BunSocketState {
       },
     };
   }
+}
+
+/**
+ * Listens with `Bun.listen({ hostname, port, allowHalfOpen: true })`; each accepted socket
+ * gets the state a connected one has (pull-based reads through `pause()`/`resume()`,
+ * `closeWrite()` is `socket.shutdown()`) and becomes a {@linkcode SocketConnection}.
+ *
+ * @param options Address and port (0: the system chooses).
+ * @returns The listener.
+ * @throws the runtime's error when it cannot listen
+ */
+export function listenTcp(options: ListenOptions): Promise<TcpListener> {
+  const states = new WeakMap<BunSocket, BunSocketState>();
+  const queue: AcceptedConnection[] = [];
+  let waiter: ((accepted: AcceptedConnection | null) => void) | undefined;
+  let closed = false;
+  const each = <A extends unknown[]>(pick: (handler: BunSocketHandler) => (socket: BunSocket, ...rest: A) => void) =>
+  (socket: BunSocket, ...rest: A) => {
+    const state = states.get(socket);
+    if (state) pick(state.handler)(socket, ...rest);
+  };
+  const server = Bun.listen({
+    hostname: options.hostname,
+    port: options.port,
+    allowHalfOpen: true,
+    socket: {
+      binaryType: "uint8array",
+      open(socket) {
+        if (closed) return socket.terminate();
+        const state = new BunSocketState();
+        states.set(socket, state);
+        const host = socket.remoteAddress;
+        const peer = host === undefined ? undefined : host.includes(":") ? `[${host}]:${socket.remotePort}` : `${host}:${socket.remotePort}`;
+        const accepted = { connection: socketConnectionFromRaw(state.raw(socket)), peer };
+        const wake = waiter;
+        waiter = undefined;
+        if (wake) wake(accepted);
+        else queue.push(accepted);
+      },
+      data: each((handler) => handler.data),
+      drain: each((handler) => handler.drain),
+      end: each((handler) => handler.end),
+      close: each((handler) => handler.close),
+      error: each((handler) => handler.error),
+    },
+  });
+  return Promise.resolve({
+    hostname: server.hostname,
+    port: server.port,
+    accept() {
+      const next = queue.shift();
+      if (next) return Promise.resolve(next);
+      if (closed) return Promise.resolve(null);
+      return new Promise((resolve) => (waiter = resolve));
+    },
+    close() {
+      if (!closed) {
+        closed = true;
+        server.stop(false);
+        waiter?.(null);
+        waiter = undefined;
+        for (const accepted of queue.splice(0)) accepted.connection.abort();
+      }
+      return Promise.resolve();
+    },
+  });
 }

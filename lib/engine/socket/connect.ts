@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { ConnectOptions, SocketConnection, UnixConnector } from "./types.ts";
+import type { ConnectOptions, ListenOptions, SocketConnection, TcpListen, TcpListener, UnixConnector } from "./types.ts";
 
 /** A JavaScript runtime this library supports. */
 export type Runtime = "deno" | "bun" | "node";
@@ -76,4 +76,42 @@ export function connectUnixSocket(
   if (loaded !== undefined) return loaded(path, options);
   adapter ??= loadAdapter().then((connect) => loaded = connect);
   return adapter.then((connect) => connect(path, options));
+}
+
+let listenAdapter: Promise<TcpListen> | undefined;
+
+function loadListen(): Promise<TcpListen> {
+  switch (detectRuntime()) {
+    case "deno":
+      return import("./deno.ts").then((module) => module.listenTcp);
+    case "bun":
+      return import("./bun.ts").then((module) => module.listenTcp);
+    case "node":
+      return import("./node.ts").then((module) => module.listenTcp);
+  }
+}
+
+/**
+ * Opens a TCP listener with the adapter of the running runtime (`Deno.listen`,
+ * `Bun.listen`, `node:net` `createServer`), whose accepted connections are
+ * {@linkcode SocketConnection}s with a real half-close.
+ *
+ * @param options Address and port.
+ * @returns The listener; its owner must `close()` it.
+ * @throws the runtime's error when it cannot listen (`EADDRINUSE`, `EADDRNOTAVAIL`, Deno's
+ *   `NotCapable` without `--allow-net`)
+ *
+ * @example
+ * ```ts ignore
+ * // ignore: opens a listener
+ * import { listenTcpSocket } from "./connect.ts";
+ *
+ * const listener = await listenTcpSocket({ hostname: "127.0.0.1", port: 0 });
+ * console.log(listener.port);
+ * await listener.close();
+ * ```
+ */
+export function listenTcpSocket(options: ListenOptions): Promise<TcpListener> {
+  listenAdapter ??= loadListen();
+  return listenAdapter.then((listen) => listen(options));
 }

@@ -1,11 +1,12 @@
 /**
- * Unix-socket connections on Deno (`Deno.connect({ transport: "unix" })`).
+ * Unix-socket connections on Deno (`Deno.connect({ transport: "unix" })`), and TCP
+ * listeners (`Deno.listen`).
  *
  * @module
  */
 import { connectWithin } from "./_connect_within.ts";
 import { type RawSocket, socketConnectionFromRaw } from "./raw_socket.ts";
-import type { ConnectOptions, SocketConnection } from "./types.ts";
+import type { AcceptedConnection, ConnectOptions, ListenOptions, SocketConnection, TcpListener } from "./types.ts";
 
 /** Bytes asked for per `conn.read()`: one runtime chunk. */
 const READ_BYTES = 65_536;
@@ -44,7 +45,7 @@ export async function connectUnix(
   return socketConnectionFromRaw(denoSocket(conn));
 }
 
-function denoSocket(conn: Deno.UnixConn): RawSocket {
+function denoSocket(conn: Deno.UnixConn | Deno.TcpConn): RawSocket {
   let released = false;
   // Reads are never concurrent, so one buffer serves them all; each chunk is copied out at
   // its exact length. A fresh 64 KiB buffer per read cost more: the Engine's pieces average
@@ -73,4 +74,48 @@ function denoSocket(conn: Deno.UnixConn): RawSocket {
       }
     },
   };
+}
+
+/**
+ * Listens with `Deno.listen({ hostname, port, transport: "tcp" })`; each accepted
+ * `Deno.TcpConn` becomes a {@linkcode SocketConnection} like a Unix one (pull-based reads,
+ * `closeWrite()` is `conn.closeWrite()`). Needs `--allow-net=<hostname>` (Deno throws
+ * `NotCapable` otherwise).
+ *
+ * @param options Address and port (0: the system chooses).
+ * @returns The listener.
+ * @throws the runtime's error when it cannot listen
+ */
+export function listenTcp(options: ListenOptions): Promise<TcpListener> {
+  const listener = Deno.listen({ hostname: options.hostname, port: options.port, transport: "tcp" });
+  const address = listener.addr as Deno.NetAddr;
+  let closed = false;
+  return Promise.resolve({
+    hostname: address.hostname,
+    port: address.port,
+    async accept(): Promise<AcceptedConnection | null> {
+      if (closed) return null;
+      let conn: Deno.TcpConn;
+      try {
+        conn = await listener.accept();
+      } catch (error) {
+        if (closed) return null;
+        throw error;
+      }
+      const remote = conn.remoteAddr as Deno.NetAddr;
+      const peer = remote.hostname.includes(":") ? `[${remote.hostname}]:${remote.port}` : `${remote.hostname}:${remote.port}`;
+      return { connection: socketConnectionFromRaw(denoSocket(conn)), peer };
+    },
+    close() {
+      if (!closed) {
+        closed = true;
+        try {
+          listener.close();
+        } catch {
+          // Closed already.
+        }
+      }
+      return Promise.resolve();
+    },
+  });
 }

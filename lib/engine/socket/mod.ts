@@ -5,8 +5,8 @@
  *
  * @module
  */
-export { connectUnixSocket, detectRuntime, type Runtime } from "./connect.ts";
-export type { ConnectOptions, SocketConnection, UnixConnector } from "./types.ts";
+export { connectUnixSocket, detectRuntime, listenTcpSocket, type Runtime } from "./connect.ts";
+export type { AcceptedConnection, ConnectOptions, ListenOptions, SocketConnection, TcpListen, TcpListener, UnixConnector } from "./types.ts";
 export {
   DockerEngineTransportError,
   type DockerEngineTransportErrorCode,

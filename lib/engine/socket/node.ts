@@ -1,13 +1,13 @@
 /**
- * Unix-socket connections on Node (`node:net`). The only file of the project that uses
- * Node streams.
+ * Unix-socket connections and TCP listeners on Node (`node:net`). The only file of the
+ * project that uses Node streams.
  *
  * @module
  */
-import { createConnection, type NetConnectOpts, type Socket } from "node:net";
+import { createConnection, createServer, type NetConnectOpts, type Socket } from "node:net";
 import { connectWithin } from "./_connect_within.ts";
 import { type RawSocket, socketConnectionFromRaw } from "./raw_socket.ts";
-import type { ConnectOptions, SocketConnection } from "./types.ts";
+import type { AcceptedConnection, ConnectOptions, ListenOptions, SocketConnection, TcpListener } from "./types.ts";
 
 /**
  * Connects to a Unix socket with `node:net` `createConnection({ path, allowHalfOpen: true,
@@ -134,7 +134,113 @@ function open(path: string, reads: NodeReads): Promise<Socket> {
   });
 }
 
-function nodeSocket(socket: Socket, reads: NodeReads): RawSocket {
+/** What {@linkcode nodeSocket} needs of a socket's reads. */
+interface SocketReads {
+  ended: boolean;
+  closed: boolean;
+  failure: Error | undefined;
+  notify(): void;
+  read(socket: Socket): Promise<Uint8Array | null>;
+}
+
+/**
+ * The reads of an accepted socket (a server's sockets cannot take `onread`): each `data`
+ * chunk is kept and the socket paused until a read takes it, so at most one chunk is
+ * buffered.
+ */
+class DataEventReads implements SocketReads {
+  /** Chunks received and not yet read: one, as the socket pauses at each (a queue all the same). */
+  readonly #kept: Uint8Array[] = [];
+  #waiter: (() => void) | undefined;
+  ended = false;
+  closed = false;
+  failure: Error | undefined;
+
+  constructor(socket: Socket) {
+    socket.on("data", (chunk: Uint8Array) => {
+      socket.pause();
+      this.#kept.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      this.notify();
+    });
+  }
+
+  notify(): void {
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.();
+  }
+
+  async read(socket: Socket): Promise<Uint8Array | null> {
+    for (;;) {
+      const kept = this.#kept.shift();
+      if (kept !== undefined) return kept;
+      if (this.failure !== undefined) throw this.failure;
+      if (this.ended || this.closed) return null;
+      const waiting = new Promise<void>((resolve) => this.#waiter = resolve);
+      socket.resume();
+      await waiting;
+    }
+  }
+}
+
+/**
+ * Listens with `node:net` `createServer({ allowHalfOpen: true, pauseOnConnect: true })`;
+ * each accepted socket becomes a {@linkcode SocketConnection} (pull-based reads through
+ * `pause()`/`resume()`, `closeWrite()` is `socket.end()`).
+ *
+ * @param options Address and port (0: the system chooses).
+ * @returns The listener.
+ * @throws the runtime's error when it cannot listen (`EADDRINUSE`, `EADDRNOTAVAIL`)
+ */
+export function listenTcp(options: ListenOptions): Promise<TcpListener> {
+  const queue: AcceptedConnection[] = [];
+  let waiter: ((accepted: AcceptedConnection | null) => void) | undefined;
+  let closed = false;
+  const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => {
+    if (closed) return void socket.destroy();
+    const peer = socket.remoteAddress === undefined
+      ? undefined
+      : socket.remoteAddress.includes(":") ? `[${socket.remoteAddress}]:${socket.remotePort}` : `${socket.remoteAddress}:${socket.remotePort}`;
+    const accepted = { connection: socketConnectionFromRaw(nodeSocket(socket, new DataEventReads(socket))), peer };
+    const wake = waiter;
+    waiter = undefined;
+    if (wake) wake(accepted);
+    else queue.push(accepted);
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.hostname, () => {
+      server.off("error", reject);
+      // A failed accept later (EMFILE) must not end the process: the server goes on.
+      server.on("error", () => {});
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : options.port;
+      resolve({
+        hostname: typeof address === "object" && address !== null ? address.address : options.hostname,
+        port,
+        accept() {
+          const next = queue.shift();
+          if (next) return Promise.resolve(next);
+          if (closed) return Promise.resolve(null);
+          return new Promise((wake) => (waiter = wake));
+        },
+        close() {
+          if (closed) return Promise.resolve();
+          closed = true;
+          waiter?.(null);
+          waiter = undefined;
+          for (const accepted of queue.splice(0)) accepted.connection.abort();
+          // `server.close(callback)` would wait for every accepted connection to end; the
+          // listening socket itself is released at once.
+          server.close();
+          return new Promise((done) => setTimeout(done, 0));
+        },
+      });
+    });
+  });
+}
+
+function nodeSocket(socket: Socket, reads: SocketReads): RawSocket {
   socket.on("end", () => {
     reads.ended = true;
     reads.notify();

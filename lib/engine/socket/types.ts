@@ -89,3 +89,41 @@ export type UnixConnector = (
   path: string,
   options?: ConnectOptions,
 ) => Promise<SocketConnection>;
+
+/** A connection a {@linkcode TcpListener} accepted. */
+export interface AcceptedConnection {
+  /** The connection (its owner must close or abort it). */
+  readonly connection: SocketConnection;
+  /** The peer's `address:port` (`[v6]:port`), when the runtime tells it. */
+  readonly peer: string | undefined;
+}
+
+/** A listening TCP socket (one per runtime adapter, `listenTcp`). */
+export interface TcpListener {
+  /** The address listened on. */
+  readonly hostname: string;
+  /** The port listened on (the system's choice when 0 was asked). */
+  readonly port: number;
+  /**
+   * The next accepted connection, `null` once the listener is closed. Connections that
+   * arrive while no `accept()` waits are queued by the runtime (its listen backlog).
+   */
+  accept(): Promise<AcceptedConnection | null>;
+  /** Stops listening; a waiting `accept()` resolves `null`. Connections accepted stay open. */
+  close(): Promise<void>;
+}
+
+/** Options of `listenTcp`. */
+export interface ListenOptions {
+  /** Address to listen on, e.g. `127.0.0.1`. */
+  readonly hostname: string;
+  /** Port, 0 … 65535 (0: the system chooses). */
+  readonly port: number;
+}
+
+/**
+ * Opens a TCP listener; the signature every runtime adapter exports as `listenTcp`.
+ *
+ * @throws the runtime's error when it cannot listen (address in use, Deno's permission denial)
+ */
+export type TcpListen = (options: ListenOptions) => Promise<TcpListener>;

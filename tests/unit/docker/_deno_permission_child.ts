@@ -4,6 +4,7 @@
 import process from "node:process";
 import { backendOn, policy } from "./_start_engine.ts";
 import { createFileRecoveryStore, exportToDirectory, importDirectory } from "../../../mod.ts";
+import { forwardRelayed } from "../../../lib/docker/ports/forward.ts";
 
 const [operation, first, second] = process.argv.slice(2);
 
@@ -17,6 +18,10 @@ async function run(): Promise<unknown> {
     await createFileRecoveryStore(first);
   } else if (operation === "export") {
     await exportToDirectory(new ReadableStream({ start: (controller) => controller.close() }), first);
+  } else if (operation === "forward") {
+    // A forward's listener alone (no sandbox: nothing is connected).
+    const forward = await forwardRelayed(() => Promise.reject(new Error("unused")), 80, {}, () => {});
+    await forward.close();
   } else {
     throw new Error(`unknown operation ${operation}`);
   }

@@ -87,3 +87,9 @@ test("importDirectory, exportToDirectory and createFileRecoveryStore under Deno 
     assertDenied(await runChild([`--allow-read=${directory}`], ["store", records]), "open the recovery store", "write", records);
   });
 });
+
+test("forwardPort under Deno names --allow-net=<hostname> for its listener, and listens with it", async () => {
+  assertDenied(await runChild([], ["forward"]), "forward port 80 of the sandbox", "net", "127.0.0.1");
+  const granted = await runChild(["--allow-net=127.0.0.1"], ["forward"]);
+  assert.equal(granted.name, "none", JSON.stringify(granted));
+});

@@ -6,24 +6,15 @@ import { test } from "node:test";
 import { DockerEngine } from "../../../lib/engine/client.ts";
 import { DockerEngineTransportError } from "../../../lib/engine/errors.ts";
 import { MAX_RESPONSE_HEAD_BYTES } from "../../../lib/engine/http/limits.ts";
-import { type FakeConnection, startFakeEngine } from "../_fake_engine.ts";
+import { type FakeConnection, startVersionedFakeEngine } from "../_fake_engine.ts";
 
-const VERSION = JSON.stringify({ Version: "x", ApiVersion: "1.51", Os: "linux", Arch: "amd64" });
 
 /** A fake engine that answers `/version` itself and hands every other request to `script`. */
 async function withEngine(
   script: (connection: FakeConnection, head: string) => Promise<void>,
   fn: (client: DockerEngine, heads: () => string[], bodies: () => Uint8Array[]) => Promise<void>,
 ): Promise<void> {
-  const engine = await startFakeEngine(async (connection) => {
-    const request = await connection.readRequest();
-    if (request.head.startsWith("GET /version ")) {
-      await connection.write(`HTTP/1.1 200 OK\r\nContent-Length: ${VERSION.length}\r\n\r\n${VERSION}`);
-      await connection.end();
-      return;
-    }
-    await script(connection, request.head);
-  });
+  const engine = await startVersionedFakeEngine(script);
   try {
     await fn(
       new DockerEngine(`unix://${engine.socketPath}`),

@@ -202,6 +202,7 @@ test("backend.recover refuses a resource table edited to name something else, be
       ["another volume as the volume ID", { ...record.resources, volume: { name: names.volume, state: "created", id: "other-volume" } }, /record\.resources\.volume\.id must be the volume's name/],
       ["another keeper name", { ...record.resources, keeper: { name: "agentcell-unit-other-keeper", state: "planned" } }, /record\.resources\.keeper\.name must be the identity's keeper name/],
       ["no resources at all", {}, /record\.resources\.volume is required/],
+      ["a relay without identity.relayImageDigest", { ...record.resources, relay: { name: names.relay, state: "planned" } }, /record\.resources\.relay must be absent when identity\.relayImageDigest is absent/],
     ];
     for (const [what, resources, message] of edits) {
       await assert.rejects(backend.recover({ ...record, resources }, port), (error) =>
