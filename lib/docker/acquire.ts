@@ -29,8 +29,7 @@ import { labelsMatch, resourceLabels, type SandboxResourceNames, type SandboxRes
 import { portLocks } from "./recovery/lock.ts";
 import { RecoveryLog } from "./recovery/log.ts";
 import {
-  backendRevision,
-  configurationDigest,
+  backendIdentity,
   newNonce,
   plannedRecord,
   policyDigest,
@@ -178,20 +177,13 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     // The planned record, persisted before any resource effect.
     const identity: RecoveryIdentity = {
       reservationId,
-      revision: backendRevision(settings.profile.name),
-      profile: settings.profile.name,
-      endpoint: settings.endpoint,
-      namespace: settings.namespace,
+      ...backendIdentity(settings),
       daemonId: admission.daemonId,
-      imageDigest: settings.imageDigest,
       ...(proxyImageDigest === undefined ? {} : { proxyImageDigest }),
       ...(settings.proxyImageDigest === undefined ? {} : { relayImageDigest: settings.proxyImageDigest }),
       user,
-      ...(settings.userRange === undefined ? {} : { userRange: settings.userRange }),
-      keeperUser: settings.keeperUser,
       names,
       nonce: newNonce(),
-      configurationDigest: configurationDigest(settings),
       policyDigest: policyDigest(policy),
     };
     log = new RecoveryLog(context.recovery, plannedRecord(identity, roles));

@@ -249,6 +249,29 @@ export function configurationDigest(settings: DockerSandboxBackendSettings): str
   });
 }
 
+/**
+ * The fields of an identity that the backend's configuration fixes (and `recover()` checks
+ * against it): revision, profile, endpoint, namespace, workload image, user range, keeper
+ * user and configuration digest.
+ *
+ * @param settings the backend's settings
+ * @returns those fields of a {@linkcode RecoveryIdentity}
+ */
+export function backendIdentity(
+  settings: DockerSandboxBackendSettings,
+): Pick<RecoveryIdentity, "revision" | "profile" | "endpoint" | "namespace" | "imageDigest" | "userRange" | "keeperUser" | "configurationDigest"> {
+  return {
+    revision: backendRevision(settings.profile.name),
+    profile: settings.profile.name,
+    endpoint: settings.endpoint,
+    namespace: settings.namespace,
+    imageDigest: settings.imageDigest,
+    ...(settings.userRange === undefined ? {} : { userRange: settings.userRange }),
+    keeperUser: settings.keeperUser,
+    configurationDigest: configurationDigest(settings),
+  };
+}
+
 /** The digest of a normalized request policy. */
 export function policyDigest(policy: SandboxPolicy): string {
   return digestOf(policy);

@@ -20,12 +20,12 @@
  *
  * @module
  */
-import { SandboxEngineError } from "../../sandbox/errors.ts";
+import { SandboxEngineError, SandboxUnsupportedError } from "../../sandbox/errors.ts";
 import type { DockerEngine } from "../../engine/client.ts";
-import { createContainer, startContainer, waitContainer } from "../../engine/containers.ts";
+import { type ContainerInspect, createContainer, inspectContainer, startContainer, waitContainer } from "../../engine/containers.ts";
 import type { RecoveryLog } from "../recovery/log.ts";
 import { createRecorded, removeRecorded } from "../recovery/resources.ts";
-import { lockedDownHostConfig } from "../keeper/spec.ts";
+import { HARDENING_FIELDS, hostConfigMismatches, lockedDownHostConfig } from "../keeper/spec.ts";
 import { resourceLabels } from "../names.ts";
 import { assertCreateWarnings } from "../datasets/warnings.ts";
 
@@ -121,7 +121,29 @@ export function copierCreateBody(
   };
 }
 
-/** Create the copier of `context.log` (recorded), checking the create's warnings. */
+/**
+ * Where a copier's readback differs from its create body: image, user, command, the
+ * hardening fields of `HostConfig`, and exactly the volumes sent (read-only as sent).
+ *
+ * @param inspect `GET /containers/{id}/json` of the copier
+ * @param body its create body ({@linkcode copierCreateBody})
+ * @returns one sentence per mismatch
+ */
+export function copierMismatches(inspect: ContainerInspect, body: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const host = body.HostConfig as Record<string, unknown>;
+  if (inspect.Image !== body.Image) problems.push(`image is ${inspect.Image}`);
+  if (inspect.Config.User !== body.User) problems.push(`user is '${inspect.Config.User}'`);
+  if (JSON.stringify(inspect.Config.Cmd) !== JSON.stringify(body.Cmd)) problems.push("its command is not the copy");
+  const fields = HARDENING_FIELDS.filter((field) => field in host);
+  problems.push(...hostConfigMismatches(inspect.HostConfig as unknown as Record<string, unknown>, host, fields));
+  const sent = (host.Mounts as { Source: string; Target: string; ReadOnly: boolean }[]).map((m) => `${m.Source}:${m.Target}:${m.ReadOnly ? "ro" : "rw"}`).sort();
+  const seen = inspect.Mounts.map((m) => `${m.Name ?? m.Source}:${m.Destination}:${m.RW ? "rw" : "ro"}`).sort();
+  if (JSON.stringify(sent) !== JSON.stringify(seen)) problems.push(`mounts are ${JSON.stringify(seen)}`);
+  return problems;
+}
+
+/** Create the copier of `context.log` (recorded), checking the create's warnings and its readback. */
 async function createCopier(
   context: CopierContext,
   mounts: { readonly source?: string; readonly target?: string },
@@ -131,8 +153,9 @@ async function createCopier(
   const { engine, log } = context;
   log.add("copier");
   let warnings: readonly string[] = [];
+  const body = copierCreateBody(context, mounts, script, resourceLabels(log.record, "copier"));
   const id = await createRecorded(engine, log, "copier", "create the workspace copier", async () => {
-    const created = await createContainer(engine, log.resource("copier").name, copierCreateBody(context, mounts, script, resourceLabels(log.record, "copier")), {
+    const created = await createContainer(engine, log.resource("copier").name, body, {
       timeoutMs,
       platform: context.platform,
     });
@@ -141,6 +164,10 @@ async function createCopier(
   }, { timeoutMs });
   try {
     assertCreateWarnings(warnings, 0, "create the workspace copier");
+    const problems = copierMismatches(await inspectContainer(engine, id, { timeoutMs }), body);
+    if (problems.length > 0) {
+      throw new SandboxUnsupportedError(`Cannot create the workspace copier: it reads back differently: ${problems.join("; ")}`);
+    }
   } catch (error) {
     await removeRecorded(engine, log, "copier", { timeoutMs }).catch(() => {});
     throw error;

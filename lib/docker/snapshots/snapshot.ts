@@ -23,8 +23,7 @@ import { labelsMatch, newReservationId, resourceLabels, resourceNames } from "..
 import { portLocks } from "../recovery/lock.ts";
 import { RecoveryLog } from "../recovery/log.ts";
 import {
-  backendRevision,
-  configurationDigest,
+  backendIdentity,
   digestOf,
   type DockerSandboxRecoveryRecord,
   newNonce,
@@ -143,19 +142,12 @@ export async function newSnapshot(
   const names = resourceNames(settings.namespace, reservationId);
   const identity: RecoveryIdentity = {
     reservationId,
-    revision: backendRevision(settings.profile.name),
-    profile: settings.profile.name,
-    endpoint: settings.endpoint,
-    namespace: settings.namespace,
+    ...backendIdentity(settings),
     daemonId: context.daemonId,
-    imageDigest: settings.imageDigest,
     user: context.user,
-    ...(settings.userRange === undefined ? {} : { userRange: settings.userRange }),
-    keeperUser: settings.keeperUser,
     snapshot: { ...(context.source === undefined ? {} : { source: context.source }), createdAt: Date.now() },
     names,
     nonce: newNonce(),
-    configurationDigest: configurationDigest(settings),
     // A snapshot has no policy of its own: the digest of `null`.
     policyDigest: digestOf(null),
   };
