@@ -212,3 +212,35 @@ engineTest("DockerWorkspaceSnapshot export → importSnapshot → fork sees the 
     }
   });
 });
+
+engineTest("DockerSandbox fork half-made when its controller died: recover() of the fork, the snapshot and the source leaves nothing", async (engine) => {
+  await withWorld(async (world) => {
+    const records: DockerSandboxRecoveryRecord[] = [];
+    try {
+      await runChild(world, "fork-copier", { ...testPolicy, controllerLoss: "stop" });
+      for (const entry of await world.store.list()) {
+        assert.ok(entry.kind === "record", `a record: ${entry.kind}`);
+        records.push(entry.record as unknown as DockerSandboxRecoveryRecord);
+      }
+      assert.equal(records.length, 3, "the source's record, the snapshot's and the fork's");
+      const snapshotRecord = records.find((record) => record.identity.snapshot !== undefined)!;
+      const fork = records.find((record) => record.identity.snapshot === undefined && record.resources.copier !== undefined)!;
+      const source = records.find((record) => record !== snapshotRecord && record !== fork)!;
+      assert.equal(fork.resources.copier?.state, "created");
+      assert.equal(fork.resources.keeper?.state, "created");
+      assert.equal(snapshotRecord.resources.copier?.state, "removed", "the snapshot was complete");
+      // The fork's first (its copier holds the snapshot's volume), then the snapshot, then the source.
+      for (const record of [fork, snapshotRecord, source]) {
+        const recovery = await world.fresh().recover(record, world.store);
+        assert.equal((await recovery.cleanup()).complete, true);
+        await world.store.remove(record.reservationId);
+        await assertNothingLeft(engine, record);
+      }
+    } finally {
+      for (const record of records) {
+        await removeNamed(engine, record);
+        await engine.request("DELETE", `/containers/${record.identity.names.copier}`, { query: { force: true } }).catch(() => {});
+      }
+    }
+  });
+});
