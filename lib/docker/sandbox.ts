@@ -851,10 +851,11 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    */
   snapshot(options: DockerSnapshotOptions = {}): Promise<DockerWorkspaceSnapshot> {
     const timeoutMs = options.timeoutMs ?? 300_000;
+    if (this.#state === "destroyed" || this.#destroying.signal.aborted) {
+      return Promise.reject(new SandboxStateError("Cannot take a snapshot: the sandbox is destroyed"));
+    }
+    // Called before destroy(): destroy() waits for this task before it removes the volume.
     const task = this.#pauseTask.catch(() => {}).then(async () => {
-      if (this.#state === "destroyed" || this.#destroying.signal.aborted) {
-        throw new SandboxStateError("Cannot take a snapshot: the sandbox is destroyed");
-      }
       const log = this.#acquired.log;
       return await newSnapshot({
         engine: this.#engine,
@@ -1016,6 +1017,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     // An accessor create in flight finishes first; one whose outcome is unknown is resolved
     // by the resource table (exact name, this record's labels).
     await this.#accessorTask?.catch(() => {});
+    // A snapshot in flight finishes its copy first: its copier holds the volume.
+    await this.#pauseTask.catch(() => {});
     const report = await removeAllRecorded(this.#engine, this.#acquired.log, { timeoutMs: this.#policy.deadlines.cleanupMs });
     const failure = report.failures[0];
     if (failure) throw asSandboxError(failure.error, "destroy sandbox");

@@ -244,3 +244,28 @@ engineTest("DockerSandbox fork half-made when its controller died: recover() of 
     }
   });
 });
+
+engineTest("DockerSandbox destroy() during a snapshot waits for its copy, and the snapshot survives the sandbox", async (engine) => {
+  await withWorld(async (world) => {
+    const { backend, store } = world;
+    const sandbox = await backend.reserve({ policy: testPolicy }, store).start();
+    let snapshot: DockerWorkspaceSnapshot | undefined;
+    try {
+      await sh(sandbox, "echo kept > f");
+      const taking = sandbox.snapshot();
+      const destroying = sandbox.destroy();
+      snapshot = await taking;
+      await destroying;
+      await assertGone(engine, sandbox);
+      const fork = await backend.reserve({ policy: testPolicy, workspace: { from: snapshot } }, store).start();
+      try {
+        assert.equal(await sh(fork, "cat f"), "kept\n");
+      } finally {
+        await fork.destroy();
+      }
+    } finally {
+      await sandbox.destroy();
+      if (snapshot !== undefined) await backend.removeSnapshot(snapshot);
+    }
+  });
+});
