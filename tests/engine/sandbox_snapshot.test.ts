@@ -114,22 +114,26 @@ engineTest("DockerSandbox snapshot of a paused sandbox stays paused; of a stoppe
   });
 });
 
-engineTest("DockerSandbox snapshot half-made when its controller died: recover() reclaims the snapshot's volume and copier, and the paused sandbox", async (engine) => {
+/**
+ * Run the controller child to `killAt` and hand its records (every one readable) to
+ * `check`, which returns them in recovery order; each is then recovered by a fresh
+ * controller and must leave nothing, its copier included. Whatever a failure left is
+ * removed by exact name.
+ */
+async function afterChildDied(
+  engine: DockerEngine,
+  killAt: string,
+  check: (records: DockerSandboxRecoveryRecord[]) => DockerSandboxRecoveryRecord[],
+): Promise<void> {
   await withWorld(async (world) => {
     const records: DockerSandboxRecoveryRecord[] = [];
     try {
-      await runChild(world, "snapshot-copier", { ...testPolicy, controllerLoss: "stop" });
+      await runChild(world, killAt, { ...testPolicy, controllerLoss: "stop" });
       for (const entry of await world.store.list()) {
         assert.ok(entry.kind === "record", `a record: ${entry.kind}`);
         records.push(entry.record as unknown as DockerSandboxRecoveryRecord);
       }
-      assert.equal(records.length, 2, "the sandbox's record and the snapshot's");
-      const snapshotRecord = records.find((record) => record.identity.snapshot !== undefined)!;
-      assert.equal(snapshotRecord.resources.volume?.state, "created");
-      assert.equal(snapshotRecord.resources.copier?.state, "created");
-      assert.equal(snapshotRecord.resources.keeper?.state, "planned", "a snapshot never computes");
-      // The snapshot's first: its copier holds the sandbox's volume (docs/snapshots.md).
-      for (const record of [snapshotRecord, ...records.filter((record) => record !== snapshotRecord)]) {
+      for (const record of check(records)) {
         const recovery = await world.fresh().recover(record, world.store);
         assert.equal((await recovery.cleanup()).complete, true);
         await world.store.remove(record.reservationId);
@@ -145,6 +149,18 @@ engineTest("DockerSandbox snapshot half-made when its controller died: recover()
         await engine.request("DELETE", `/containers/${record.identity.names.copier}`, { query: { force: true } }).catch(() => {});
       }
     }
+  });
+}
+
+engineTest("DockerSandbox snapshot half-made when its controller died: recover() reclaims the snapshot's volume and copier, and the paused sandbox", async (engine) => {
+  await afterChildDied(engine, "snapshot-copier", (records) => {
+    assert.equal(records.length, 2, "the sandbox's record and the snapshot's");
+    const snapshotRecord = records.find((record) => record.identity.snapshot !== undefined)!;
+    assert.equal(snapshotRecord.resources.volume?.state, "created");
+    assert.equal(snapshotRecord.resources.copier?.state, "created");
+    assert.equal(snapshotRecord.resources.keeper?.state, "planned", "a snapshot never computes");
+    // The snapshot's first: its copier holds the sandbox's volume (docs/snapshots.md).
+    return [snapshotRecord, ...records.filter((record) => record !== snapshotRecord)];
   });
 });
 
@@ -214,34 +230,16 @@ engineTest("DockerWorkspaceSnapshot export → importSnapshot → fork sees the 
 });
 
 engineTest("DockerSandbox fork half-made when its controller died: recover() of the fork, the snapshot and the source leaves nothing", async (engine) => {
-  await withWorld(async (world) => {
-    const records: DockerSandboxRecoveryRecord[] = [];
-    try {
-      await runChild(world, "fork-copier", { ...testPolicy, controllerLoss: "stop" });
-      for (const entry of await world.store.list()) {
-        assert.ok(entry.kind === "record", `a record: ${entry.kind}`);
-        records.push(entry.record as unknown as DockerSandboxRecoveryRecord);
-      }
-      assert.equal(records.length, 3, "the source's record, the snapshot's and the fork's");
-      const snapshotRecord = records.find((record) => record.identity.snapshot !== undefined)!;
-      const fork = records.find((record) => record.identity.snapshot === undefined && record.resources.copier !== undefined)!;
-      const source = records.find((record) => record !== snapshotRecord && record !== fork)!;
-      assert.equal(fork.resources.copier?.state, "created");
-      assert.equal(fork.resources.keeper?.state, "created");
-      assert.equal(snapshotRecord.resources.copier?.state, "removed", "the snapshot was complete");
-      // The fork's first (its copier holds the snapshot's volume), then the snapshot, then the source.
-      for (const record of [fork, snapshotRecord, source]) {
-        const recovery = await world.fresh().recover(record, world.store);
-        assert.equal((await recovery.cleanup()).complete, true);
-        await world.store.remove(record.reservationId);
-        await assertNothingLeft(engine, record);
-      }
-    } finally {
-      for (const record of records) {
-        await removeNamed(engine, record);
-        await engine.request("DELETE", `/containers/${record.identity.names.copier}`, { query: { force: true } }).catch(() => {});
-      }
-    }
+  await afterChildDied(engine, "fork-copier", (records) => {
+    assert.equal(records.length, 3, "the source's record, the snapshot's and the fork's");
+    const snapshotRecord = records.find((record) => record.identity.snapshot !== undefined)!;
+    const fork = records.find((record) => record.identity.snapshot === undefined && record.resources.copier !== undefined)!;
+    const source = records.find((record) => record !== snapshotRecord && record !== fork)!;
+    assert.equal(fork.resources.copier?.state, "created");
+    assert.equal(fork.resources.keeper?.state, "created");
+    assert.equal(snapshotRecord.resources.copier?.state, "removed", "the snapshot was complete");
+    // The fork's first (its copier holds the snapshot's volume), then the snapshot, then the source.
+    return [fork, snapshotRecord, source];
   });
 });
 
