@@ -109,6 +109,8 @@ export type {
 } from "./lib/sandbox/policy.ts";
 export type { SandboxUlimits, SandboxUlimitsInput } from "./lib/sandbox/ulimits.ts";
 export type { SandboxAllowlistNetwork, SandboxAllowlistNetworkSettings } from "./lib/sandbox/network_allowlist.ts";
+export type { SandboxRoute, SandboxRouteHeader, SandboxRouteSettings } from "./lib/sandbox/network_routes.ts";
+export type { DockerSandboxSecrets, DockerSandboxStartOptions } from "./lib/docker/egress/secrets.ts";
 export {
   FIXED_GUEST_ENV,
   SANDBOX_KILL_REASONS,
@@ -120,6 +122,7 @@ export {
   type SandboxStderrMode,
 } from "./lib/sandbox/process.ts";
 export type { SandboxStats } from "./lib/sandbox/stats.ts";
+export { MAX_PROCESS_COMMAND_CHARS, type SandboxProcessInfo } from "./lib/sandbox/processes.ts";
 export {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_FETCH_LIMITS,

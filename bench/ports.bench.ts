@@ -46,10 +46,12 @@ const HTTP_PORT = 7102;
 
 // Guest servers: a sender (writes `bytes` then ends), a sink (counts to end, answers the
 // count), and a tiny HTTP server (200, 2-byte body), all on 0.0.0.0 for the direct variant.
+// The sender allows half-open sockets: each variant half-closes its side first, and a node
+// server that does not would end its own side at that FIN, mid-transfer.
 const SERVERS = `
 const net = require("node:net"), http = require("node:http");
 const total = ${bytes}, block = Buffer.alloc(${MIB}, 97);
-net.createServer((s) => { s.on("error", () => {}); let sent = 0; const pump = () => { while (sent < total) { sent += block.length; if (!s.write(block)) return; } s.end(); }; s.on("drain", pump); pump(); }).listen(${SEND_PORT}, "0.0.0.0");
+net.createServer({ allowHalfOpen: true }, (s) => { s.on("error", () => {}); let sent = 0; const pump = () => { while (sent < total) { sent += block.length; if (!s.write(block)) return; } s.end(); }; s.on("drain", pump); pump(); }).listen(${SEND_PORT}, "0.0.0.0");
 net.createServer({ allowHalfOpen: true }, (s) => { s.on("error", () => {}); let n = 0; s.on("data", (c) => n += c.length); s.on("end", () => s.end(String(n))); }).listen(${SINK_PORT}, "0.0.0.0");
 http.createServer((q, r) => r.end("ok")).listen(${HTTP_PORT}, "0.0.0.0");
 `;

@@ -42,6 +42,7 @@ export {
   MAX_SIGPENDING,
 } from "./sandbox/ulimits.ts";
 export { MAX_ALLOWLIST_CONFIG_BYTES, MAX_ALLOWLIST_ENTRIES, MAX_EGRESS_CONNECTIONS, MAX_RESOLVE_ADDRESSES } from "./sandbox/network_allowlist.ts";
+export { MAX_ROUTE_HEADERS, MAX_ROUTES, MAX_UPSTREAM_CA_CERTIFICATES } from "./sandbox/network_routes.ts";
 export { DEFAULT_MAX_BUFFERED_OUTPUT_BYTES, MAX_BUFFERED_OUTPUT_BYTES } from "./sandbox/process.ts";
 export { DEFAULT_MAX_RUN_OUTPUT_BYTES, MAX_RUN_OUTPUT_BYTES } from "./sandbox/run.ts";
 export { DEFAULT_MAX_LINE_LENGTH } from "./sandbox/lines.ts";

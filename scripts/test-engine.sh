@@ -125,9 +125,10 @@ install_engine() {
 
 install_host_tools() {
   # dockerd programs NAT/forwarding rules for bridge networks with iptables; curl and jq
-  # talk to the engine from these scripts; runsc (gVisor) is the second runtime.
+  # talk to the engine from these scripts; runsc (gVisor) is the second runtime; openssl
+  # makes the egress tests' self-signed certificates (tests/fixtures/tls_certificate.ts).
   local missing=() tool
-  for tool in iptables curl jq runsc; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+  for tool in iptables curl jq runsc openssl; do command -v "$tool" >/dev/null || missing+=("$tool"); done
   [ ${#missing[@]} -eq 0 ] && return 0
   say "installing Debian's ${missing[*]}"
   apt-get -q update >/dev/null

@@ -100,6 +100,8 @@ export interface AcquireContext {
   readonly daemonVersion?: DaemonVersionMemo;
   /** A fork: the snapshot `/workspace/work` starts as a copy of (`request.workspace.from`). */
   readonly from?: DockerWorkspaceSnapshot;
+  /** The routes' secrets (checked), for the egress proxy's stdin only. */
+  readonly secrets?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -229,6 +231,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
         log,
         names,
         allowlist,
+        secrets: context.secrets ?? {},
         imageDigest: proxyImageDigest!,
         user: settings.keeperUser,
         platform: settings.profile.image.platform,
@@ -248,7 +251,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       networkName: networked ? names.network : undefined,
       labels: labels("keeper"),
       appArmorProfile: admission.appArmorProfile,
-      ...(egress ? { extraEnv: egressGuestEnv(egress.proxyUrl) } : {}),
+      ...(egress ? { extraEnv: egressGuestEnv(egress.proxyUrl, allowlist!.routes) } : {}),
       runtime: settings.profile.runtime,
     };
     checkpoint();

@@ -7,7 +7,6 @@ import type { SandboxBackend, SandboxRecoveryPort, SandboxRecoveryRecord, Sandbo
 import { SandboxConfigurationError, SandboxStateError } from "../sandbox/errors.ts";
 import { normalizePolicy, type SandboxPolicy } from "../sandbox/policy.ts";
 import { assertSupportedDiskQuota } from "./admission/disk_quota.ts";
-import type { SandboxStartOptions } from "../sandbox/start_options.ts";
 import { DockerEngine } from "../engine/client.ts";
 import { acquireSandbox, type DaemonVersionMemo } from "./acquire.ts";
 import { admitPolicy } from "./admission/daemon.ts";
@@ -17,6 +16,7 @@ import { type DockerSandboxRecoverOptions, type DockerSandboxRecovery, recoverSa
 import { createDockerSandboxPool, type DockerSandboxPool, type DockerSandboxPoolOptions } from "./pool.ts";
 import { DockerSandbox } from "./sandbox.ts";
 import { assertEgressConfigured } from "./egress/configuration.ts";
+import { type DockerSandboxStartOptions, resolveRouteSecrets } from "./egress/secrets.ts";
 import { UserRangeAllocator } from "./user_range.ts";
 import { DockerWorkspaceSnapshot } from "./snapshots/snapshot.ts";
 import { type DockerRemoveSnapshotOptions, listSnapshots, removeSnapshot, type SnapshotListingStore } from "./snapshots/manage.ts";
@@ -140,15 +140,16 @@ export interface DockerSandboxReservation extends SandboxReservation {
    *
    * @throws {SandboxStateError} when called twice
    * @throws {SandboxUnsupportedError} host/daemon/image/readback not admitted (one message lists every unmet requirement)
-   * @throws {SandboxConfigurationError} unusable spill directory, or a dataset `subpath`
-   *   missing from its image (what was created is removed)
+   * @throws {SandboxConfigurationError} unusable spill directory, a dataset `subpath`
+   *   missing from its image (what was created is removed), or `options.secrets` that do not
+   *   match the routes' names (before anything is created; the message quotes no value)
    * @throws {SandboxConflictError} a resource name is already taken, or (`config.userRange`)
    *   the drawn uid is held by another backend's or controller's keeper on this daemon
    * @throws {SandboxAbortedError} `options.signal` aborted
    * @throws {SandboxDeadlineError} `policy.deadlines.startupMs` elapsed
    * @throws {SandboxEngineError} the Engine failed
    */
-  start(options?: SandboxStartOptions): Promise<DockerSandbox>;
+  start(options?: DockerSandboxStartOptions): Promise<DockerSandbox>;
 }
 
 /**
@@ -240,12 +241,14 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
         names,
         policy,
         user,
-        async start(options: SandboxStartOptions = {}): Promise<DockerSandbox> {
+        async start(options: DockerSandboxStartOptions = {}): Promise<DockerSandbox> {
           if (started) throw new SandboxStateError("Cannot start sandbox: this reservation was already started");
           started = true;
           let acquired;
           try {
-            acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, user, recovery, signal: options.signal, daemonVersion, from });
+            // Resolved here and handed on to the proxy's stdin only; the sandbox keeps no copy.
+            const secrets = await resolveRouteSecrets(policy.network, options.secrets);
+            acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, user, recovery, signal: options.signal, daemonVersion, secrets, from });
           } catch (error) {
             releaseUser();
             throw error;

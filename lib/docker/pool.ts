@@ -13,6 +13,7 @@ import { SandboxAbortedError, SandboxEngineError, type SandboxError, SandboxStat
 import type { SandboxStartOptions } from "../sandbox/start_options.ts";
 import { expect, parseConfiguration } from "../internal/zod_issues.ts";
 import type { DockerSandbox } from "./sandbox.ts";
+import type { DockerSandboxSecrets, DockerSandboxStartOptions } from "./egress/secrets.ts";
 
 /** Largest {@linkcode DockerSandboxPoolOptions.size}: 16 sandboxes. */
 export const MAX_POOL_SIZE = 16;
@@ -32,6 +33,14 @@ export interface DockerSandboxPoolOptions {
    * `backend.reserve(request, recovery)`. A taken sandbox keeps persisting through it.
    */
   readonly recovery: SandboxRecoveryPort;
+  /**
+   * The routes' secrets of every member's start (`reservation.start({ secrets })`): needed when
+   * `request.policy.network` has routes that name secrets. A provider function is called once
+   * per member start. The pool keeps what it is given until it is closed.
+   *
+   * @default {undefined} no secrets
+   */
+  readonly secrets?: DockerSandboxSecrets;
 }
 
 /**
@@ -75,8 +84,8 @@ export interface DockerSandboxPool {
 
 /** What the pool needs of a reservation: its start (`DockerSandboxReservation.start`). */
 export interface DockerSandboxPoolReservation {
-  /** As `DockerSandboxReservation.start`: start it, ended early by `options.signal`. */
-  start(options?: SandboxStartOptions): Promise<DockerSandbox>;
+  /** As `DockerSandboxReservation.start`: start it, ended early by `options.signal`, with the pool's secrets. */
+  start(options?: DockerSandboxStartOptions): Promise<DockerSandbox>;
 }
 
 /** What the pool needs of a backend: reserving with the caller's port. */
@@ -95,6 +104,10 @@ const optionsSchema = z.object({
     .int({ error: SIZE_RANGE })
     .min(1, { error: SIZE_RANGE })
     .max(MAX_POOL_SIZE, { error: `${SIZE_RANGE}; a larger pool holds more idle keepers than any host should reserve` }),
+  // Only the shape here; every member's start checks the names and values (without quoting one).
+  secrets: z.custom<DockerSandboxSecrets>((value) => typeof value === "function" || (typeof value === "object" && value !== null && !Array.isArray(value)), {
+    error: "must be an object of secret name → value, or a function returning one",
+  }).optional(),
   recovery: z.custom<SandboxRecoveryPort>((port) => typeof (port as SandboxRecoveryPort | null)?.record === "function", {
     error: "must have a record(record) function",
   }),
@@ -127,6 +140,7 @@ class WarmPool implements DockerSandboxPool {
   readonly #backend: DockerSandboxPoolBackend;
   readonly #request: SandboxRequest;
   readonly #recovery: SandboxRecoveryPort;
+  readonly #secrets: DockerSandboxSecrets | undefined;
   readonly #ready: DockerSandbox[] = [];
   readonly #starting = new Set<Promise<void>>();
   readonly #waiters: Waiter[] = [];
@@ -142,6 +156,7 @@ class WarmPool implements DockerSandboxPool {
     this.#backend = backend;
     this.#request = options.request;
     this.#recovery = options.recovery;
+    this.#secrets = options.secrets;
     this.#next = first;
     this.#fill();
   }
@@ -221,7 +236,7 @@ class WarmPool implements DockerSandboxPool {
       this.#waiters.shift()?.reject(error);
       return;
     }
-    const start = reservation.start({ signal: this.#closing.signal }).then(
+    const start = reservation.start({ signal: this.#closing.signal, ...(this.#secrets === undefined ? {} : { secrets: this.#secrets }) }).then(
       (sandbox) => this.#arrived(sandbox),
       (error: unknown) => this.#failed(error),
     ).finally(() => this.#starting.delete(start));

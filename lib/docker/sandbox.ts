@@ -33,9 +33,11 @@ import {
 } from "../sandbox/transfer.ts";
 import { normalizeTransferOptions, parseExportSelection } from "../sandbox/transfer_input.ts";
 import type { DockerEngine } from "../engine/client.ts";
-import { inspectContainer } from "../engine/containers.ts";
+import { inspectContainer, topContainer } from "../engine/containers.ts";
 import { containerStats } from "../engine/container_stats.ts";
 import type { SandboxStats } from "../sandbox/stats.ts";
+import type { SandboxProcessInfo } from "../sandbox/processes.ts";
+import { processesOf, TOP_PS_ARGS, topReplyBytes } from "./processes.ts";
 import { sandboxStatsOf } from "./stats.ts";
 import { sandboxStatsStream, type SandboxStatsStreamOptions, statsIntervalOf } from "./stats_stream.ts";
 import { watchContainer } from "./keeper/container_watch.ts";
@@ -386,6 +388,48 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     } catch (error) {
       this.#assertRunning("read sandbox stats");
       throw asSandboxError(error, "read sandbox stats");
+    }
+  }
+
+  /**
+   * What runs in the sandbox now: one {@linkcode SandboxProcessInfo} per process of its
+   * compute (PID and parent PID as the host numbers them, uid, RSS bytes, seconds since
+   * start, the command line cut at 1,000 characters; the backend's keeper and guards marked
+   * `guard`), oldest PID first. From the Engine's process list of the keeper container
+   * (`GET /containers/{id}/top`, Engine API v1.44: `ps` on the Engine's host, so the image
+   * needs no tool and no exec runs); the reply is bounded by `resources.pids` rows.
+   *
+   * @param options `signal` aborts the call.
+   * @returns The processes.
+   * @throws {SandboxStoppedError} (or the stop cause) when the sandbox is not running
+   * @throws {SandboxAbortedError} when `options.signal` aborted
+   * @throws {SandboxEngineError} when the Engine fails, answers something `ps` did not
+   *   write, or does not answer within `policy.deadlines.cleanupMs`
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox
+   * for (const each of await sandbox.processes()) if (!each.guard) console.log(each.pid, each.command);
+   * ```
+   */
+  async processes(options: { readonly signal?: AbortSignal } = {}): Promise<SandboxProcessInfo[]> {
+    const action = "list sandbox processes";
+    this.#assertRunning(action);
+    let reply: unknown;
+    try {
+      reply = await topContainer(this.#engine, this.#acquired.keeperId, TOP_PS_ARGS, {
+        timeoutMs: this.#policy.deadlines.cleanupMs,
+        maxResponseBytes: topReplyBytes(this.#policy.resources.pids),
+        signal: options.signal,
+      });
+    } catch (error) {
+      this.#assertRunning(action);
+      throw asSandboxError(error, action);
+    }
+    try {
+      return processesOf(reply, this.#settings.keeperUser.uid);
+    } catch (error) {
+      throw new SandboxEngineError(`Cannot ${action}: the Engine's process list is not what ps writes (${(error as Error).message})`, { cause: error });
     }
   }
 

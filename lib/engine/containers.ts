@@ -132,6 +132,30 @@ export async function inspectContainer(engine: DockerEngine, id: string, options
   return reply.value;
 }
 
+/**
+ * `GET /containers/{id}/top?ps_args=…`: the Engine runs `ps` with `psArgs` on its host over
+ * the container's processes and answers `{ Titles, Processes }` (rows of strings).
+ *
+ * @param options `maxResponseBytes` bounds the reply (default 4 MiB), `timeoutMs` the call.
+ * @returns The reply as JSON, for the caller to validate against the columns it asked for.
+ * @throws {DockerEngineError} `not_found` when the container is gone, `conflict` when it
+ *   is not running
+ */
+export async function topContainer(
+  engine: DockerEngine,
+  id: string,
+  psArgs: string,
+  options: EngineCallOptions & { readonly maxResponseBytes?: number } = {},
+): Promise<unknown> {
+  const reply = await engine.request("GET", `/containers/${encodeURIComponent(id)}/top`, {
+    action: "list container processes",
+    query: { ps_args: psArgs },
+    schema: z.unknown(),
+    ...options,
+  });
+  return reply.value;
+}
+
 /** One entry of `GET /containers/json` (the fields this project reads). */
 export interface ContainerSummary {
   /** Container ID. */

@@ -105,6 +105,14 @@ export {
   type SandboxAllowlistNetwork,
   type SandboxAllowlistNetworkSettings,
 } from "./network_allowlist.ts";
+export {
+  MAX_ROUTE_HEADERS,
+  MAX_ROUTES,
+  MAX_UPSTREAM_CA_CERTIFICATES,
+  type SandboxRoute,
+  type SandboxRouteHeader,
+  type SandboxRouteSettings,
+} from "./network_routes.ts";
 export { parseSandboxRelativePath } from "./paths.ts";
 export {
   DEFAULT_MAX_BUFFERED_OUTPUT_BYTES,
@@ -123,6 +131,7 @@ export type {
   SandboxStderrMode,
 } from "./process.ts";
 export type { SandboxStats } from "./stats.ts";
+export { MAX_PROCESS_COMMAND_CHARS, type SandboxProcessInfo } from "./processes.ts";
 export { DEFAULT_TERM, MAX_TERMINAL_CELLS, normalizeTerminalSize } from "./terminal.ts";
 export type { NormalizedSandboxTerminal, SandboxTerminalRequest, SandboxTerminalSize } from "./terminal.ts";
 export { DEFAULT_MAX_RUN_OUTPUT_BYTES, markRunOutput, MAX_RUN_OUTPUT_BYTES, normalizeRunRequest, runOutputOf } from "./run.ts";

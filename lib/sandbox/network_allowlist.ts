@@ -8,6 +8,8 @@
  */
 import { z } from "zod";
 import { broadWildcardDefect } from "./_public_suffixes.ts";
+import { DNS_LABEL, DNS_NAME } from "./_dns_name.ts";
+import { normalizeRoute, type SandboxRoute, type SandboxRouteSettings, sandboxRoutesSchema, upstreamCaCertificatesSchema } from "./network_routes.ts";
 import { expect, issueWording } from "../internal/zod_issues.ts";
 
 /**
@@ -27,7 +29,7 @@ export const MAX_RESOLVE_ADDRESSES = 16;
 export const MAX_EGRESS_CONNECTIONS = 128;
 
 /**
- * Most bytes of JSON that an allowlist's `hosts`, `addresses` and `resolve` may take
+ * Most bytes of JSON that an allowlist's `hosts`, `addresses`, `resolve`, `routes` and `upstreamCaCertificates` may take
  * together: 96 KiB. The proxy container receives its configuration as one environment
  * string, and Linux bounds one such string at 128 KiB (`MAX_ARG_STRLEN`, 32 pages); the rest
  * is left for the host addresses and the bounds.
@@ -58,7 +60,7 @@ export interface SandboxAllowlistNetwork {
   /** Always `"allowlist"`. */
   readonly kind: "allowlist";
   /**
-   * Allowed hosts, 1 … 256 entries: an exact DNS name (`api.example.com`) or a wildcard
+   * Allowed hosts, 0 … 256 entries (at least one unless `routes` are given): an exact DNS name (`api.example.com`) or a wildcard
    * (`*.example.com` matches every subdomain, `a.example.com` and `a.b.example.com`, but not
    * `example.com` itself), each with an optional `:port` (1 … 65535; without one, every
    * port). Names compare case-insensitively; a trailing dot (`api.example.com.`) is
@@ -136,6 +138,22 @@ export interface SandboxAllowlistNetwork {
    * @default {0}
    */
   readonly maxBytesPerConnection?: number;
+  /**
+   * Credentialed routes, at most 16: named HTTPS upstreams the guest reaches at
+   * `http://<proxy>:3128/<name>/` while the proxy adds headers with secret values given at
+   * `start()` (never here). See {@linkcode SandboxRoute} and docs/egress.md, "Routes".
+   *
+   * @default {[]}
+   */
+  readonly routes?: readonly SandboxRoute[];
+  /**
+   * PEM certificates the proxy trusts for routes' upstreams, besides the proxy image's own
+   * store and Node's bundled Mozilla roots: a private CA, or a test's self-signed certificate.
+   * At most 16 of 16 KiB each.
+   *
+   * @default {[]}
+   */
+  readonly upstreamCaCertificates?: readonly string[];
 }
 
 /** An allowlist after normalisation: every field present, names lower-case, frozen. */
@@ -156,10 +174,14 @@ export interface SandboxAllowlistNetworkSettings {
   readonly idleTimeoutMs: number;
   /** Byte bound per connection; `0` = unbounded. */
   readonly maxBytesPerConnection: number;
+  /** Credentialed routes. */
+  readonly routes: readonly SandboxRouteSettings[];
+  /** Extra PEM certificates trusted for routes' upstreams. */
+  readonly upstreamCaCertificates: readonly string[];
 }
 
-const LABEL = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
-const NAME = new RegExp(`^(?:${LABEL}\\.)*${LABEL}$`, "iu");
+const LABEL = DNS_LABEL;
+const NAME = DNS_NAME;
 const HOST_ENTRY = new RegExp(`^(\\*\\.)?((?:${LABEL}\\.)*${LABEL})(?::(\\d{1,5}))?$`, "iu");
 const DOTTED = /^[\d.]+$/u;
 
@@ -214,7 +236,6 @@ function integer(minimum: number, maximum: number, unit: string): z.ZodNumber {
 export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> = z.strictObject({
   kind: z.literal("allowlist", { error: expect('must be "allowlist"') }),
   hosts: z.array(hostEntry, { error: expect("must be an array of host names") })
-    .min(1, { error: "must list at least one host (use \"isolated\" for no network)" })
     .max(MAX_ALLOWLIST_ENTRIES, { error: `must list at most ${MAX_ALLOWLIST_ENTRIES} hosts (use wildcards such as *.example.com)` }),
   addresses: z.array(addressEntry, { error: expect("must be an array of addresses") })
     .max(MAX_ALLOWLIST_ENTRIES, { error: `must list at most ${MAX_ALLOWLIST_ENTRIES} addresses (use CIDR ranges)` })
@@ -233,7 +254,12 @@ export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> =
   idleTimeoutMs: integer(1_000, 86_400_000, "milliseconds").optional(),
   maxBytesPerConnection: integer(0, Number.MAX_SAFE_INTEGER, "bytes").optional(),
   allowBroadWildcards: z.boolean({ error: expect("must be a boolean") }).optional(),
+  routes: sandboxRoutesSchema.optional(),
+  upstreamCaCertificates: upstreamCaCertificatesSchema.optional(),
 }).superRefine((allowlist, context) => {
+  if (allowlist.hosts.length === 0 && (allowlist.routes ?? []).length === 0) {
+    context.addIssue({ code: "custom", path: ["hosts"], message: 'must list at least one host (use "isolated" for no network), unless routes are given' });
+  }
   if (allowlist.allowBroadWildcards !== true) {
     allowlist.hosts.forEach((entry, index) => {
       const match = HOST_ENTRY.exec(withoutTrailingDot(entry));
@@ -241,11 +267,11 @@ export const sandboxAllowlistNetworkSchema: z.ZodType<SandboxAllowlistNetwork> =
       if (defect) context.addIssue({ code: "custom", path: ["hosts", index], message: defect });
     });
   }
-  const bytes = new TextEncoder().encode(JSON.stringify([allowlist.hosts, allowlist.addresses, allowlist.resolve])).length;
+  const bytes = new TextEncoder().encode(JSON.stringify([allowlist.hosts, allowlist.addresses, allowlist.resolve, allowlist.routes, allowlist.upstreamCaCertificates])).length;
   if (bytes > MAX_ALLOWLIST_CONFIG_BYTES) {
     context.addIssue({
       code: "custom",
-      message: `takes ${bytes} bytes of JSON (hosts, addresses and resolve together), more than ${MAX_ALLOWLIST_CONFIG_BYTES}: the proxy receives it as one environment string, which Linux bounds at 128 KiB; list fewer or shorter entries (use wildcards and CIDR ranges)`,
+      message: `takes ${bytes} bytes of JSON (hosts, addresses, resolve, routes and upstreamCaCertificates together), more than ${MAX_ALLOWLIST_CONFIG_BYTES}: the proxy receives it as one environment string, which Linux bounds at 128 KiB; list fewer or shorter entries (use wildcards and CIDR ranges)`,
     });
   }
 });
@@ -297,5 +323,7 @@ export function normalizeAllowlist(parsed: SandboxAllowlistNetwork): SandboxAllo
     headersTimeoutMs: parsed.headersTimeoutMs ?? 30_000,
     idleTimeoutMs: parsed.idleTimeoutMs ?? 300_000,
     maxBytesPerConnection: parsed.maxBytesPerConnection ?? 0,
+    routes: Object.freeze((parsed.routes ?? []).map(normalizeRoute)),
+    upstreamCaCertificates: Object.freeze([...(parsed.upstreamCaCertificates ?? [])]),
   });
 }

@@ -1,19 +1,17 @@
 // Helpers of the egress allowlist tests. There is no internet here, so the upstreams are
 // ours: an HTTP server and a TLS server (a fresh self-signed certificate for tls.test, made
-// with the openssl CLI) listening on 0.0.0.0 of the host running the test, plus a UDP socket
+// with the openssl CLI: tests/fixtures/tls_certificate.ts) listening on 0.0.0.0 of the host running the test, plus a UDP socket
 // that counts what reaches it. The proxy reaches them through its egress bridge at the
 // host's own address (which it refuses unless the policy allows it by address); the guest
 // reaches nothing directly. The guest client is a Node script run in the node guest image.
-import { execFileSync } from "node:child_process";
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { once } from "node:events";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
-import { networkInterfaces, tmpdir } from "node:os";
-import { join } from "node:path";
+import { networkInterfaces } from "node:os";
 import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
 import type { DockerEgressEvents, EgressEvent } from "../../lib/docker/egress/events.ts";
+import { selfSignedCertificate } from "../fixtures/tls_certificate.ts";
 
 /** The host's upstreams. */
 export interface Upstreams {
@@ -46,19 +44,7 @@ export function hostAddress(): string {
 
 /** Start the upstreams on 0.0.0.0 (all interfaces). */
 export async function startUpstreams(): Promise<Upstreams> {
-  const dir = await mkdtemp(join(tmpdir(), "agentcell-egress-tls-"));
-  let caPem: string, keyPem: string;
-  try {
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-      "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "2",
-      "-subj", "/CN=tls.test", "-addext", "subjectAltName=DNS:tls.test",
-    ], { stdio: "ignore" });
-    caPem = await readFile(join(dir, "cert.pem"), "utf8");
-    keyPem = await readFile(join(dir, "key.pem"), "utf8");
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  const { certPem: caPem, keyPem } = await selfSignedCertificate("tls.test");
   let connections = 0;
   const http: Server = createServer((request, response) => {
     response.writeHead(200, { "content-type": "text/plain", connection: "close" }).end(`upstream ${request.headers.host} ${request.url}`);

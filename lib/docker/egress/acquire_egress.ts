@@ -19,7 +19,7 @@ import {
 import type { SandboxAllowlistNetworkSettings } from "../../sandbox/network_allowlist.ts";
 import { denialReason, denoPermissionDenial } from "../../internal/deno_permission.ts";
 import type { DockerEngine } from "../../engine/client.ts";
-import { attachContainerOutput } from "../../engine/container_attach.ts";
+import { attachContainerOutput, attachContainerStdio } from "../../engine/container_attach.ts";
 import { createContainer, inspectContainer, startContainer } from "../../engine/containers.ts";
 import type { EngineUpgrade } from "../../engine/http/mod.ts";
 import { DockerEngineError } from "../../engine/errors.ts";
@@ -56,6 +56,8 @@ export interface EgressContext {
   readonly log: RecoveryLog;
   readonly names: SandboxResourceNames;
   readonly allowlist: SandboxAllowlistNetworkSettings;
+  /** The routes' secrets, written to the proxy's stdin once it started (never in its configuration). */
+  readonly secrets: Readonly<Record<string, string>>;
   readonly imageDigest: string;
   readonly user: { readonly uid: number; readonly gid: number };
   readonly platform: string | undefined;
@@ -82,6 +84,26 @@ function hostAddresses(): string[] {
     const action = "Cannot start sandbox: the host's own addresses cannot be read for the egress proxy";
     if (denial) throw new SandboxConfigurationError(`${action}: ${denialReason(denial)}`, { cause: error });
     throw new SandboxUnsupportedError(`${action} (${(error as Error).message})`, { cause: error });
+  }
+}
+
+/**
+ * Write the secrets line (with the proxy's internal address, the only one its routes serve) to
+ * the proxy's stdin and end it (the container's `StdinOnce` closes
+ * its stdin then; the output side of the attach stays open). A failure says what failed,
+ * never what was written.
+ *
+ * @throws {SandboxUnsupportedError} when the write fails
+ */
+async function writeSecrets(attach: EngineUpgrade, secrets: Readonly<Record<string, string>>, routeAddress: string): Promise<void> {
+  const writer = attach.writable.getWriter();
+  try {
+    await writer.write(new TextEncoder().encode(`${JSON.stringify({ secrets, routeAddress })}\n`));
+    await writer.close();
+  } catch (error) {
+    throw new SandboxUnsupportedError(`Cannot start sandbox: the routes' secrets cannot be written to the egress proxy's stdin (${(error as Error).name})`);
+  } finally {
+    writer.releaseLock();
   }
 }
 
@@ -126,8 +148,13 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
     throw new SandboxConflictError(`Cannot start sandbox: container ${names.proxy} reads back with another name, labels, image or user`);
   }
   verifyProxy(created, spec, false);
-  // Attached before the start, so not one decision line is missed.
-  const attach = await attachContainerOutput(engine, proxyId, { connectTimeoutMs: remaining(), headerTimeoutMs: remaining(), signal: checkpoint().signal });
+  // Attached before the start, so not one decision line is missed; with routes, stdin too.
+  const withSecrets = spec.config.routes.length > 0;
+  const attach = await (withSecrets ? attachContainerStdio : attachContainerOutput)(engine, proxyId, {
+    connectTimeoutMs: remaining(),
+    headerTimeoutMs: remaining(),
+    signal: checkpoint().signal,
+  });
   const events = new DockerEgressEvents(attach.readable);
   try {
     await startContainer(engine, proxyId, checkpoint()).catch((error) => {
@@ -139,6 +166,8 @@ export async function acquireEgress(context: EgressContext): Promise<AcquiredEgr
     verifyProxy(running, spec, true);
     const address = containerNetworks(running)[names.network]?.IPAddress;
     if (!address) throw new SandboxUnsupportedError(`Cannot start sandbox: the egress proxy has no address on ${names.network}`);
+    // With routes the proxy waits for this line before it listens.
+    if (withSecrets) await writeSecrets(attach, context.secrets, address);
     const { timeoutMs, signal } = checkpoint();
     await raceDeadline(events.listening, {
       timeoutMs,

@@ -34,6 +34,9 @@ const eventSchema = z.strictObject({
   reason: z.string().max(4096).optional(),
   bytesOut: z.number().int().nonnegative().optional(),
   bytesIn: z.number().int().nonnegative().optional(),
+  route: z.string().max(64).optional(),
+  status: z.number().int().min(0).max(999).optional(),
+  durationMs: z.number().int().nonnegative().optional(),
 });
 const listeningSchema = z.strictObject({ event: z.literal("listening"), port: z.number().int() });
 

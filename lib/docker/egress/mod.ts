@@ -2,7 +2,8 @@
  * `@agentcell/docker/egress`: the egress allowlist's events and facts. An allowlist sandbox's
  * `sandbox.egress` is a {@linkcode DockerEgressEvents} queue of the proxy's decisions
  * ({@linkcode EgressEvent}: allowed, denied, closed); the proxy's container limits, port and
- * the guest's `NO_PROXY` value are here too. The allowlist policy itself
+ * the guest's `NO_PROXY` value are here too, and the `start()` options that carry the routes'
+ * secrets ({@linkcode DockerSandboxStartOptions}). The allowlist policy itself
  * (`policy.network: { kind: "allowlist", … }`) is part of the main entry's policy types.
  *
  * @example
@@ -18,3 +19,4 @@ export { DEFAULT_EGRESS_EVENT_CAPACITY, DockerEgressEvents, type EgressEvent, MA
 export { EGRESS_ALLOWLIST_API_VERSION } from "./admission.ts";
 export { PROXY_LIMITS, PROXY_PORT } from "./proxy_container.ts";
 export { EGRESS_NO_PROXY } from "./guest_env.ts";
+export { type DockerSandboxSecrets, type DockerSandboxStartOptions, MAX_SECRET_LENGTH } from "./secrets.ts";

@@ -9,7 +9,10 @@
  * command line, `node --input-type=module-typescript -e <text>` (Node ≥ 23.6 strips the
  * types), and read back byte for byte from `Config.Cmd` before the container starts: no
  * writable path, no volume, nothing the guest can reach. Its configuration is JSON in the
- * `AGENTCELL_EGRESS_CONFIG` environment variable, read back the same way.
+ * `AGENTCELL_EGRESS_CONFIG` environment variable, read back the same way. With routes, the
+ * routes' secrets are not in either: the container keeps stdin open (`OpenStdin`, `StdinOnce`)
+ * and the controller writes them as one line through the Engine's attach, then ends it
+ * (`acquire_egress.ts`); inspect shows only that stdin is open.
  *
  * @module
  */
@@ -70,7 +73,23 @@ export function proxyConfig(allowlist: SandboxAllowlistNetworkSettings, hostAddr
     headersTimeoutMs: allowlist.headersTimeoutMs,
     idleTimeoutMs: allowlist.idleTimeoutMs,
     maxBytesPerConnection: allowlist.maxBytesPerConnection,
+    routes: allowlist.routes.map((route) => {
+      const url = new URL(route.upstream);
+      return {
+        name: route.name,
+        host: url.hostname,
+        port: Number(url.port || 443),
+        basePath: url.pathname === "/" ? "" : url.pathname,
+        headers: route.headers,
+      };
+    }),
+    upstreamCaCertificates: allowlist.upstreamCaCertificates,
   };
+}
+
+/** Whether the proxy takes secrets on its stdin (it has routes). */
+function takesSecrets(spec: ProxySpec): boolean {
+  return spec.config.routes.length > 0;
 }
 
 /** The proxy as a helper container of ours. */
@@ -85,7 +104,9 @@ function helper(spec: ProxySpec): NodeProgramContainer {
     networkMode: spec.internalNetwork,
     // The socket buffer caps apply only under runc, which the helper body names.
     sysctls: socketBufferSysctls("runc"),
-    stdin: false,
+    // With routes, stdin carries the secrets line once, then ends (StdinOnce closes it when
+    // the controller's attach ends its side).
+    stdin: takesSecrets(spec),
   };
 }
 

@@ -16,6 +16,13 @@
  *    names as the host's own. The proxy connects to the checked address itself, so a name
  *    that resolves differently a moment later cannot redirect it.
  *
+ * Credentialed routes (`routes`): a request for `/<name>/…` on the proxy itself (origin-form,
+ * absolute-form to the proxy's own address and port, or inside a `CONNECT` to it, where the
+ * tunnel ends at the routes) goes to that route's HTTPS upstream only, over TLS the proxy
+ * originates and verifies, with the route's headers set from secrets read once from stdin
+ * (never from the environment or the command line); answers, redirects included, are passed
+ * on as they are.
+ *
  * Bounds: TCP connections at once (silent ones too), time to a complete request head (the
  * same time bounds a name lookup and an upstream connect), idle time per connection, bytes per connection (optional; tunnels and absolute-form requests
  * alike), request head size (16 KiB, node:http's default). Each decision is one JSON line on stdout
@@ -33,9 +40,13 @@
  * @module
  */
 import { lookup } from "node:dns/promises";
-import { createServer as createHttpServer, type IncomingMessage, request as httpRequest, type Server as HttpServer, type ServerResponse } from "node:http";
+import { type ClientRequest, createServer as createHttpServer, type IncomingMessage, request as httpRequest, type Server as HttpServer, type ServerResponse } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { connect, createServer as createTcpServer, isIP, type Server as TcpServer, type Socket } from "node:net";
 import process from "node:process";
+// A namespace import: `getCACertificates` is missing before Node 23.10, and a named import of
+// a missing export would fail the whole program at link time.
+import * as tls from "node:tls";
 
 /**
  * What the proxy enforces (validated by the controller before it is written): the policy's
@@ -68,6 +79,27 @@ export interface EgressProxyConfig {
    * request counts its request body and its response body.
    */
   readonly maxBytesPerConnection: number;
+  /** Credentialed routes, served at `/<name>/` on the proxy itself (origin-form, or through a CONNECT to the proxy's own address). */
+  readonly routes: readonly EgressRoute[];
+  /** PEM certificates trusted for routes' upstreams besides the image's system store and the runtime's bundled roots. */
+  readonly upstreamCaCertificates: readonly string[];
+}
+
+/**
+ * One credentialed route as the proxy serves it: requests under `/<name>/` go to
+ * `https://<host>:<port><basePath>…` with `headers` set from the secrets (given on stdin).
+ */
+export interface EgressRoute {
+  /** The path segment. */
+  readonly name: string;
+  /** The upstream's DNS name (TLS server name, `Host` field, and the name resolved and checked). */
+  readonly host: string;
+  /** The upstream's port. */
+  readonly port: number;
+  /** Path prefix on the upstream: `""` or `/v1` (no trailing slash). */
+  readonly basePath: string;
+  /** Headers by lower-case name: `prefix` + the value of secret `secret`. */
+  readonly headers: Readonly<Record<string, { readonly secret: string; readonly prefix: string }>>;
 }
 
 /** One decision of the proxy, as written on stdout. */
@@ -86,6 +118,12 @@ export interface EgressEvent {
   readonly bytesOut?: number;
   /** Bytes from the destination to the guest, for `closed` (a tunnel's bytes, or a response's body). */
   readonly bytesIn?: number;
+  /** The route's name, for a request of a credentialed route (`allowed`, `closed`, `denied`). */
+  readonly route?: string;
+  /** The upstream's status, for the `closed` event of a route request that got an answer. */
+  readonly status?: number;
+  /** Milliseconds from the route request's head to its end, for its `closed` event. */
+  readonly durationMs?: number;
 }
 
 type Cidr = { readonly family: 4 | 6; readonly bits: bigint; readonly prefix: number };
@@ -232,6 +270,20 @@ export async function decide(
     return defect ? { denied: defect } : { address: host };
   }
   if (!hostAllowed(host, port, config.hosts)) return { denied: `${host}:${port} is not on the allowlist` };
+  return await checkedAddress(host, config, resolveName);
+}
+
+/**
+ * The address to connect to for the name `host`, or why not: its fixed answers (`resolve`) or
+ * the resolver's (given up after `headersTimeoutMs`), every one of them acceptable to
+ * {@linkcode addressDefect}. The allowlist is not consulted (a route's upstream is allowed by
+ * its route).
+ */
+export async function checkedAddress(
+  host: string,
+  config: EgressProxyConfig,
+  resolveName: LookupAll = systemLookup,
+): Promise<{ address: string } | { denied: string }> {
   let addresses: readonly string[];
   const key = host.toLowerCase().replace(/\.$/u, "");
   // Own keys only: a listed name such as `constructor` must not find `Object.prototype`'s.
@@ -300,6 +352,26 @@ function bounded(event: EgressEvent): EgressEvent {
  */
 const FRAMING_HEADERS = new Set(["content-length", "transfer-encoding", "host"]);
 
+/**
+ * Why a request with a body cannot be forwarded as framed, or `undefined`: a `Connection` field
+ * that names a framing field (`400`), or a `Transfer-Encoding` other than `chunked` alone
+ * (`501`: RFC 9112 §6.1, chunked is last, and a server answers a coding it does not understand
+ * with 501; node:http would read such a body to the connection's end, or stop at a parse error
+ * once the request is on its way).
+ */
+function framingDefect(request: IncomingMessage): { status: 400 | 501; why: string } | undefined {
+  const framing = connectionNames(request.headers).find((name) => FRAMING_HEADERS.has(name));
+  if (framing !== undefined) return { status: 400, why: `the Connection field names ${framing}, which frames the request: remove it from Connection` };
+  const coding = request.headers["transfer-encoding"];
+  if (coding !== undefined && coding.trim().toLowerCase() !== "chunked") {
+    return {
+      status: 501,
+      why: `the Transfer-Encoding field is "${shown(coding)}", not chunked alone, the only transfer coding the proxy frames a request body by: send it with Content-Length or Transfer-Encoding: chunked`,
+    };
+  }
+  return undefined;
+}
+
 /** The field names a `Connection` header lists, lower-cased (RFC 9110 §7.6.1). */
 function connectionNames(headers: IncomingMessage["headers"]): string[] {
   return String(headers.connection ?? "").split(",").map((name) => name.trim().toLowerCase()).filter((name) => name !== "");
@@ -364,6 +436,63 @@ interface Sink {
   on(event: "drain", listener: () => void): unknown;
 }
 
+/** Where a forwarded request goes: the host and port its events name, the checked address, whether over TLS, and its route. */
+interface Via {
+  readonly host: string;
+  readonly port: number;
+  readonly address: string;
+  readonly tls: boolean;
+  readonly route?: string;
+}
+
+/**
+ * Why a route request's path may not be forwarded, or `undefined`: a dot segment (`.`, `..`),
+ * an encoded dot, slash or backslash, or a backslash. Refused rather than normalised, so what
+ * is forwarded is exactly what the guest sent under the route's prefix.
+ */
+export function routePathDefect(path: string): string | undefined {
+  if (/%2e|%2f|%5c|\\/iu.test(path)) return "route paths must not contain an encoded dot, slash or backslash, or a backslash";
+  if (path.split("/").some((segment) => segment === "." || segment === "..")) return "route paths must not contain dot segments (. or ..)";
+  return undefined;
+}
+
+/**
+ * The route and upstream path of a request target's path-and-query (`/<name>/rest?query`), or
+ * why none: `status` 400 for a path {@linkcode routePathDefect} refuses, 404 for no route of
+ * that name.
+ */
+export function matchRoute(
+  pathAndQuery: string,
+  routes: readonly EgressRoute[],
+): { route: EgressRoute; path: string } | { status: 400 | 404; reason: string } {
+  const at = pathAndQuery.indexOf("?");
+  const path = at < 0 ? pathAndQuery : pathAndQuery.slice(0, at);
+  const query = at < 0 ? "" : pathAndQuery.slice(at);
+  const defect = routePathDefect(path);
+  if (defect) return { status: 400, reason: defect };
+  const match = /^\/([^/]+)(\/.*)?$/u.exec(path);
+  const route = match ? routes.find((entry) => entry.name === match[1]) : undefined;
+  if (!match || !route) {
+    return { status: 404, reason: `no route for ${shown(path)}: the routes are ${routes.map((entry) => `/${entry.name}/`).join(", ")}` };
+  }
+  return { route, path: `${route.basePath}${match[2] ?? "/"}${query}` };
+}
+
+/** The runtime's view of the system trust store, or none where it has no such call (or it fails). */
+function systemCertificates(): readonly string[] {
+  const read = (tls as { getCACertificates?: (type: "system") => string[] }).getCACertificates;
+  try {
+    return typeof read === "function" ? read("system") : [];
+  } catch {
+    return [];
+  }
+}
+
+/** An address as a socket reports it, without the IPv4-mapped prefix (`::ffff:10.0.0.2` → `10.0.0.2`). */
+function plainAddress(address: string | undefined): string {
+  return (address ?? "").replace(/^::ffff:(?=\d+\.)/iu, "");
+}
+
 /** Bytes of one connection so far, by direction (as its `closed` event reports them). */
 type Meter = { bytesOut: number; bytesIn: number };
 
@@ -420,8 +549,17 @@ export interface EgressProxy {
  * @param config what to enforce
  * @param sink receives each decision, its host and reason bounded (the program writes them to
  *   stdout as JSON lines)
+ * @param secrets the values of the secrets the routes name (the program reads them from its stdin)
+ * @param routeAddress the proxy's address on the sandbox's internal network, the only local
+ *   address whose connections the routes serve (the program reads it from its stdin; the
+ *   egress bridge's side never gets a credential); `undefined` serves them on every address
  */
-export function startEgressProxy(config: EgressProxyConfig, sink: (event: EgressEvent) => void): Promise<EgressProxy> {
+export function startEgressProxy(
+  config: EgressProxyConfig,
+  sink: (event: EgressEvent) => void,
+  secrets: Readonly<Record<string, string>> = {},
+  routeAddress?: string,
+): Promise<EgressProxy> {
   /** Every event goes out bounded (host {@linkcode MAX_HOST_LENGTH}, reason {@linkcode MAX_REASON_LENGTH}). */
   const report = (event: EgressEvent) => sink(bounded(event));
   /** Accepted connections, counted against `maxConnections`. */
@@ -448,6 +586,23 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
     from.on("data", pass);
     to.on("drain", () => from.resume());
     return pass;
+  }
+
+  /**
+   * Bound the time to `socket`'s next complete request head by `headersTimeoutMs`: `408`, a
+   * `denied` event and the end of the connection when it passes (the timer ends with the socket).
+   */
+  function headTimer(socket: Socket): void {
+    const timer = setTimeout(() => {
+      waiting.delete(socket);
+      deny("", 0, `no complete request head within ${config.headersTimeoutMs} ms`);
+      refuse(socket, rawAnswer("408 Request Timeout", `no complete request head within ${config.headersTimeoutMs} ms`));
+    }, config.headersTimeoutMs);
+    waiting.set(socket, timer);
+    socket.once("close", () => {
+      clearTimeout(timer);
+      if (waiting.get(socket) === timer) waiting.delete(socket);
+    });
   }
 
   /** Admitted connections whose first request head arrived (a second head on one is pipelined). */
@@ -516,20 +671,18 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
    * holds once the upstream is gone: an answer the upstream sent in full may still wait for a
    * guest that does not read it.
    */
-  function forward(request: IncomingMessage, response: ServerResponse, target: URL, host: string, port: number, address: string): void {
+  function forward(request: IncomingMessage, response: ServerResponse, upstream: ClientRequest, via: Via): void {
+    const { host, port, address } = via;
+    const startedAt = performance.now();
     const client = request.socket;
     const meter: Meter = { bytesOut: 0, bytesIn: 0 };
     let reason = "ended";
-    const headers = endToEnd(request.headers);
-    const upstream = httpRequest({
-      host: address,
-      port,
-      method: request.method,
-      path: `${target.pathname}${target.search}`,
-      headers: { ...headers, host: target.host, connection: "close" },
-      setHost: false,
-      agent: false,
-    });
+    let status: number | undefined;
+    /** A route's fields of its `closed` event: name, the upstream's status, the duration. */
+    const routeFields = () =>
+      via.route === undefined
+        ? {}
+        : { route: via.route, ...(status === undefined ? {} : { status }), durationMs: Math.round(performance.now() - startedAt) };
     const cut = (why: string) => {
       if (reason === "ended") reason = why;
       upstream.destroy();
@@ -538,7 +691,7 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
     const malformed = (why: string) => {
       if (reason !== "ended") return;
       reason = `upstream sent a malformed reply: ${why}`;
-      deny(host, port, reason);
+      report({ event: "denied", host, port, reason, ...(via.route === undefined ? {} : { route: via.route }) });
       upstream.destroy();
       plain(response, 502, reason);
     };
@@ -547,12 +700,13 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       upstream.destroy();
       if (reported) return;
       reported = true;
-      report({ event: "closed", host, port, address, reason, ...meter });
+      report({ event: "closed", host, port, address, reason, ...meter, ...routeFields() });
     });
     watchIdle(client, config.idleTimeoutMs, () => cut(`idle for ${config.idleTimeoutMs} ms`));
     request.on("error", () => cut("connection error"));
     response.on("error", () => cut("connection error"));
     const upgrade = "101 Switching Protocols to a request that asked for no upgrade";
+    const setStatus = (value: number) => (status = value);
     upstream.on("upgrade", (_answer: IncomingMessage, socket: Socket) => {
       socket.destroy();
       malformed(upgrade);
@@ -563,6 +717,7 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       const status = answer.statusCode ?? 0;
       if (status === 101) return malformed(upgrade);
       if (!(status >= 200 && status <= 599)) return malformed(`status ${status} is not a final status (200 to 599)`);
+      setStatus(status);
       // A body framed by a coding other than chunked alone runs to the close, and the proxy's
       // own chunking of it would not match the field it passed on.
       const coding = answer.headers["transfer-encoding"];
@@ -584,7 +739,8 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
     // is not reported.
     const connectTimer = setTimeout(() => upstream.destroy(new Error(`no connection to ${address}:${port} within ${config.headersTimeoutMs} ms`)), config.headersTimeoutMs);
     const connected = () => clearTimeout(connectTimer);
-    upstream.once("socket", (socket: Socket) => socket.once("connect", connected));
+    // Over TLS the handshake is part of the connect (its verification too).
+    upstream.once("socket", (socket: Socket) => socket.once(via.tls ? "secureConnect" : "connect", connected));
     upstream.once("response", connected);
     upstream.once("close", () => {
       connected();
@@ -599,6 +755,85 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       reason = `upstream failed: ${error.message}`;
       plain(response, 502, reason);
     });
+  }
+
+  /**
+   * Every certificate trusted for a route's upstream: the proxy image's own store (OpenSSL's
+   * default paths, read by `tls.getCACertificates("system")`, Node ≥ 23.10; none when the
+   * image has none), Node's bundled Mozilla roots, and the configured ones. Read once, and
+   * only with routes.
+   */
+  const trusted = config.routes.length === 0 ? [] : [...systemCertificates(), ...tls.rootCertificates, ...config.upstreamCaCertificates];
+  for (const route of config.routes) {
+    for (const [name, value] of Object.entries(route.headers)) {
+      if (typeof secrets[value.secret] !== "string") return Promise.reject(new Error(`route ${route.name} header ${name} names the secret ${value.secret}, which was not given`));
+    }
+  }
+
+  /** Whether `host:port` is the proxy itself as `socket`'s guest reached it (its address on the guest's network and its port). */
+  const isSelf = (host: string, port: number, socket: Socket) =>
+    config.routes.length > 0 && port === (listener.address() as { port: number } | null)?.port && plainAddress(host) === plainAddress(socket.localAddress);
+
+  /**
+   * Serve one request of a credentialed route: `pathAndQuery` exactly as the guest sent it
+   * (`/<name>/rest?query`), forwarded to the route's upstream only, over TLS the proxy verifies
+   * (SNI and certificate name: the route's host), with the route's headers set and any
+   * incoming field of the same name dropped. Redirects are the guest's to follow: the answer
+   * is passed on as it is.
+   */
+  function serveRoute(request: IncomingMessage, response: ServerResponse, pathAndQuery: string): void {
+    const matched = matchRoute(pathAndQuery, config.routes);
+    if ("reason" in matched) {
+      deny("", 0, matched.reason);
+      return refuseRequest(response, matched.status, matched.reason);
+    }
+    const { route, path } = matched;
+    const denyRoute = (reason: string) => report({ event: "denied", host: route.host, port: route.port, reason, route: route.name });
+    if (routeAddress !== undefined && plainAddress(request.socket.localAddress) !== routeAddress) {
+      const why = "routes are served only to the sandbox's guest (the proxy's address on its internal network)";
+      denyRoute(why);
+      return refuseRequest(response, 403, why);
+    }
+    const framing = framingDefect(request);
+    if (framing) {
+      denyRoute(framing.why);
+      return refuseRequest(response, framing.status, framing.why);
+    }
+    checkedAddress(route.host, config).then((verdict) => {
+      if ("denied" in verdict) {
+        denyRoute(verdict.denied);
+        return refuseRequest(response, 403, `denied: ${verdict.denied}`);
+      }
+      if (request.socket.destroyed) return; // left during the lookup
+      report({ event: "allowed", host: route.host, port: route.port, address: verdict.address, route: route.name });
+      const headers = endToEnd(request.headers);
+      delete headers.host;
+      for (const [name, value] of Object.entries(route.headers)) headers[name] = `${value.prefix}${secrets[value.secret]}`;
+      const upstream = httpsRequest({
+        host: verdict.address,
+        port: route.port,
+        servername: route.host,
+        ca: trusted,
+        method: request.method,
+        path,
+        headers: { ...headers, host: route.port === 443 ? route.host : `${route.host}:${route.port}`, connection: "close" },
+        setHost: false,
+        agent: false,
+      });
+      forward(request, response, upstream, { host: route.host, port: route.port, address: verdict.address, tls: true, route: route.name });
+    }).catch(() => request.socket.destroy()); // never an unhandled rejection: it would end the proxy
+  }
+
+  /**
+   * A `CONNECT` to the proxy's own address and port (a client that sends even an `http://`
+   * base URL through `HTTPS_PROXY`): the tunnel ends here, at the routes, never at an upstream;
+   * the bytes inside are served as requests to the routes, with the head bound again.
+   */
+  function serveSelfTunnel(client: Socket, head: Buffer): void {
+    client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    headTimer(client);
+    if (head.length > 0) client.unshift(head);
+    http.emit("connection", client);
   }
 
   /** Connections whose request the proxy answered with a refusal of its own (see `clientError`). */
@@ -616,7 +851,9 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
     try {
       target = new URL(request.url ?? "");
     } catch {
-      // Origin-form (`GET /path`) and asterisk-form (`OPTIONS *`).
+      // Origin-form (`GET /path`): a route's, when there are routes.
+      if (config.routes.length > 0 && (request.url ?? "").startsWith("/")) return serveRoute(request, response, request.url ?? "");
+      // Origin-form without routes, and asterisk-form (`OPTIONS *`).
       deny("", 0, `not an absolute-form request (${request.method} ${shown(request.url ?? "")}): only absolute-form http:// requests and CONNECT are proxied`);
       return refuseRequest(response, 400, "only absolute-form http:// requests and CONNECT are proxied");
     }
@@ -627,25 +864,16 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
     }
     const host = target.hostname.replace(/^\[|\]$/gu, "");
     const port = Number(target.port || 80);
+    // Absolute-form to the proxy itself: a route's (its path as sent, not as the URL parser normalised it).
+    if (isSelf(host, port, request.socket)) return serveRoute(request, response, (request.url ?? "").replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/iu, "") || "/");
     if (host.length > MAX_HOST_LENGTH) {
       deny(shown(host), port, `host name longer than ${MAX_HOST_LENGTH} characters`);
       return refuseRequest(response, 400, `host name longer than ${MAX_HOST_LENGTH} characters`);
     }
-    const framing = connectionNames(request.headers).find((name) => FRAMING_HEADERS.has(name));
-    if (framing !== undefined) {
-      const why = `the Connection field names ${framing}, which frames the request: remove it from Connection`;
-      deny(host, port, why);
-      return refuseRequest(response, 400, why);
-    }
-    // Only chunked alone is a transfer coding the proxy frames a body by (RFC 9112 §6.1: chunked
-    // is last, and a server answers a coding it does not understand with 501). Any other is
-    // refused: node:http would read such a body to the connection's end, or stop at a parse
-    // error once the request is on its way.
-    const coding = request.headers["transfer-encoding"];
-    if (coding !== undefined && coding.trim().toLowerCase() !== "chunked") {
-      const why = `the Transfer-Encoding field is "${shown(coding)}", not chunked alone, the only transfer coding the proxy frames a request body by: send it with Content-Length or Transfer-Encoding: chunked`;
-      deny(host, port, why);
-      return refuseRequest(response, 501, why);
+    const framing = framingDefect(request);
+    if (framing) {
+      deny(host, port, framing.why);
+      return refuseRequest(response, framing.status, framing.why);
     }
     decide(host, port, config).then((verdict) => {
       if ("denied" in verdict) {
@@ -656,7 +884,16 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       // now would outlive its slot, which the guest's close already freed).
       if (request.socket.destroyed) return;
       report({ event: "allowed", host, port, address: verdict.address });
-      forward(request, response, target, host, port, verdict.address);
+      const upstream = httpRequest({
+        host: verdict.address,
+        port,
+        method: request.method,
+        path: `${target.pathname}${target.search}`,
+        headers: { ...endToEnd(request.headers), host: target.host, connection: "close" },
+        setHost: false,
+        agent: false,
+      });
+      forward(request, response, upstream, { host, port, address: verdict.address, tls: false });
     }).catch(() => request.socket.destroy()); // never an unhandled rejection: it would end the proxy
   });
   // An Expect other than 100-continue (node:http answers 100-continue itself): refused with
@@ -675,6 +912,7 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       return refuse(client, rawAnswer("400 Bad Request", "CONNECT needs host:port"));
     }
     const { host, port } = authority;
+    if (isSelf(host, port, client)) return serveSelfTunnel(client, head);
     if (host.length > MAX_HOST_LENGTH) {
       deny(shown(host), port, `host name longer than ${MAX_HOST_LENGTH} characters`);
       return refuse(client, rawAnswer("400 Bad Request", `host name longer than ${MAX_HOST_LENGTH} characters`));
@@ -742,17 +980,8 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
       return refuse(socket, rawAnswer("503 Service Unavailable", "too many connections"));
     }
     admitted.add(socket);
-    const timer = setTimeout(() => {
-      waiting.delete(socket);
-      deny("", 0, `no complete request head within ${config.headersTimeoutMs} ms`);
-      refuse(socket, rawAnswer("408 Request Timeout", `no complete request head within ${config.headersTimeoutMs} ms`));
-    }, config.headersTimeoutMs);
-    waiting.set(socket, timer);
-    socket.once("close", () => {
-      clearTimeout(timer);
-      waiting.delete(socket);
-      admitted.delete(socket);
-    });
+    headTimer(socket);
+    socket.once("close", () => admitted.delete(socket));
     http.emit("connection", socket);
   });
   return new Promise((resolve, reject) => {
@@ -778,6 +1007,48 @@ export function startEgressProxy(config: EgressProxyConfig, sink: (event: Egress
   });
 }
 
+/**
+ * Most bytes of the secrets line read from stdin: 8 MiB, above the most the controller sends
+ * (16 routes × 16 headers, each a distinct secret of at most 8,192 ASCII characters, which
+ * JSON escapes to at most twice that: about 4.2 MiB).
+ */
+const MAX_SECRETS_LINE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The routes' secrets and the address they are served on: one JSON line on stdin,
+ * `{"secrets":{"<name>":"<value>",…},"routeAddress":"<the proxy's internal address>"}`,
+ * written by the controller through the Engine (container attach) and followed by the end of
+ * stdin. Never echoed: a line that does not parse is refused without quoting it.
+ */
+function readSecrets(): Promise<{ secrets: Readonly<Record<string, string>>; routeAddress: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => {
+      process.stdin.off("data", onData).off("end", done);
+      process.stdin.pause();
+      const text = Buffer.concat(chunks).toString("utf8");
+      const line = text.slice(0, text.indexOf("\n") < 0 ? text.length : text.indexOf("\n"));
+      try {
+        const parsed = JSON.parse(line) as { secrets?: unknown; routeAddress?: unknown };
+        const secrets = parsed.secrets;
+        if (typeof secrets !== "object" || secrets === null || Object.values(secrets).some((value) => typeof value !== "string")) throw new Error("no secrets object");
+        if (typeof parsed.routeAddress !== "string") throw new Error("no route address");
+        resolve({ secrets: secrets as Record<string, string>, routeAddress: parsed.routeAddress });
+      } catch {
+        reject(new Error("the secrets line on stdin is not {\"secrets\":{…},\"routeAddress\":\"…\"} JSON"));
+      }
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_SECRETS_LINE_BYTES) return reject(new Error(`the secrets line on stdin is longer than ${MAX_SECRETS_LINE_BYTES} bytes`));
+      chunks.push(chunk);
+      if (chunk.includes(10)) done();
+    };
+    process.stdin.on("data", onData).on("end", done);
+  });
+}
+
 // Run as the proxy container's program: configuration from the environment, decisions to
 // stdout. The controller passes this file's text as `node --input-type=module-typescript -e`
 // (no script path: `process.argv[1]` is absent); run as a file, the path must be this one.
@@ -788,7 +1059,9 @@ if (configText !== undefined && (script === undefined || import.meta.url.endsWit
   // The controller lease ends the proxy with SIGTERM (keeper/guards.ts); as PID 1 of its
   // container, node would ignore a signal it has no handler for.
   process.on("SIGTERM", () => process.exit(0));
-  startEgressProxy(config, (event) => process.stdout.write(`${JSON.stringify(event)}\n`)).then(
+  (config.routes.length > 0 ? readSecrets() : Promise.resolve({ secrets: {}, routeAddress: undefined })).then(({ secrets, routeAddress }) =>
+    startEgressProxy(config, (event) => process.stdout.write(`${JSON.stringify(event)}\n`), secrets, routeAddress)
+  ).then(
     (proxy) => process.stdout.write(`${JSON.stringify({ event: "listening", port: proxy.port })}\n`),
     (error) => {
       process.stderr.write(`egress proxy: cannot listen: ${(error as Error).message}\n`);

@@ -228,6 +228,11 @@ interface Link {
   /** Bytes sent to the guest socket and not yet flushed. */
   unflushed: number;
   failed: boolean;
+  /**
+   * The socket closed while guest bytes (or its END) still waited for credit: CLOSED goes out
+   * once they are sent, and the link stays known until then (credit frames still reach it).
+   */
+  closePending: boolean;
 }
 
 /** The relay: `receive` takes the controller's bytes; `drained` resumes after a full stdout. */
@@ -278,13 +283,18 @@ export function startRelay(io: RelayIo): Relay {
       link.guestEnded = false;
       send(FRAME.end, id);
     }
+    if (link.closePending && link.held.length === 0 && !link.guestEnded) {
+      links.delete(id);
+      send(FRAME.closed, id);
+      return;
+    }
     if (link.held.length > 0 || blocked) link.socket.pause();
     else link.socket.resume();
   };
   const open = (id: number, port: number) => {
     if (links.has(id) || links.size >= RELAY_MAX_CONNECTIONS) return send(FRAME.refused, id, text("EMFILE"));
     const socket = io.connect(port);
-    const link: Link = { socket, connected: false, credit: RELAY_WINDOW_BYTES, held: [], guestEnded: false, grant: 0, unflushed: 0, failed: false };
+    const link: Link = { socket, connected: false, credit: RELAY_WINDOW_BYTES, held: [], guestEnded: false, grant: 0, unflushed: 0, failed: false, closePending: false };
     links.set(id, link);
     socket.setNoDelay(true);
     socket.on("connect", () => {
@@ -310,6 +320,12 @@ export function startRelay(io: RelayIo): Relay {
     });
     socket.on("close", () => {
       if (links.get(id) !== link) return;
+      // A guest that sent its last bytes and FIN faster than the host's credit allowed: they
+      // were read (held), so they and the END go first, then CLOSED (from flush).
+      if (!link.failed && (link.held.length > 0 || link.guestEnded)) {
+        link.closePending = true;
+        return;
+      }
       links.delete(id);
       if (link.connected || !link.failed) send(FRAME.closed, id);
     });

@@ -5,6 +5,7 @@ import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../../lib/docker/backend.ts";
+import type { DockerSandboxBackendConfig } from "../../../lib/docker/config.ts";
 import { type FakeEngine, startFakeEngine } from "../_fake_engine.ts";
 
 /** The image ID the backends are configured with. */
@@ -18,8 +19,8 @@ export function json(body: unknown): string {
   return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`;
 }
 
-/** A backend (`linux-x64-cgroupfs`) on `socketPath`. */
-export function backendOn(socketPath: string, spillDirectory: string): DockerSandboxBackend {
+/** A backend (`linux-x64-cgroupfs`) on `socketPath`; `overrides` replace fields of its config. */
+export function backendOn(socketPath: string, spillDirectory: string, overrides: Partial<DockerSandboxBackendConfig> = {}): DockerSandboxBackend {
   return createDockerSandboxBackend({
     profile: "linux-x64-cgroupfs",
     endpoint: `unix://${socketPath}`,
@@ -27,6 +28,7 @@ export function backendOn(socketPath: string, spillDirectory: string): DockerSan
     spillDirectory,
     imageDigest: image,
     user: { uid: 1000, gid: 1000 },
+    ...overrides,
   });
 }
 

@@ -26,6 +26,7 @@ test("createDockerSandboxPool refuses invalid options before reserving anything"
     [{ request: { policy }, size: 1 }, "Cannot create sandbox pool: options.recovery must have a record(record) function"],
     [{ request: { policy }, size: 1, recovery: {} }, "Cannot create sandbox pool: options.recovery must have a record(record) function"],
     [{ size: 1, recovery: port }, "Cannot create sandbox pool: options.request is required"],
+    [{ request: { policy }, size: 1, recovery: port, secrets: "sk-x" }, "Cannot create sandbox pool: options.secrets must be an object of secret name → value, or a function returning one"],
     [undefined, "Cannot create sandbox pool: options is required"],
   ];
   for (const [options, message] of cases) {
@@ -47,4 +48,23 @@ test("backend.pool refuses an invalid request before starting anything", async (
     );
     return Promise.resolve();
   });
+});
+
+test("createDockerSandboxPool starts every member with the pool's secrets", async () => {
+  const seen: unknown[] = [];
+  const secrets = () => ({ model: "sk-pool" });
+  const backend = {
+    reserve() {
+      return {
+        start(options?: { secrets?: unknown; signal?: AbortSignal }) {
+          seen.push(options?.secrets);
+          // Never arrives: the pool is closed below, which aborts the start.
+          return new Promise<never>((_, reject) => options?.signal?.addEventListener("abort", () => reject(options.signal!.reason)));
+        },
+      };
+    },
+  };
+  const pool = createDockerSandboxPool(backend, { request: { policy }, size: 2, recovery: port, secrets });
+  await pool.close().catch(() => {});
+  assert.ok(seen.length >= 1 && seen.every((given) => given === secrets), `starts saw ${seen.length} secrets`);
 });

@@ -17,15 +17,19 @@ export const base: EgressProxyConfig = {
   headersTimeoutMs: 30_000,
   idleTimeoutMs: 30_000,
   maxBytesPerConnection: 0,
+  routes: [],
+  upstreamCaCertificates: [],
 };
 
-/** Run `fn` against a proxy started with `base` plus `config`; the proxy is closed afterwards, whatever `fn` did. */
+/** Run `fn` against a proxy started with `base` plus `config` (and the routes' `secrets` and `routeAddress`); the proxy is closed afterwards, whatever `fn` did. */
 export async function withProxy(
   config: Partial<EgressProxyConfig>,
   fn: (port: number, events: EgressEvent[], proxy: EgressProxy) => Promise<void>,
+  secrets: Readonly<Record<string, string>> = {},
+  routeAddress?: string,
 ): Promise<void> {
   const events: EgressEvent[] = [];
-  const proxy = await startEgressProxy({ ...base, ...config }, (event) => events.push(event));
+  const proxy = await startEgressProxy({ ...base, ...config }, (event) => events.push(event), secrets, routeAddress);
   try {
     await fn(proxy.port, events, proxy);
   } finally {

@@ -40,6 +40,8 @@ test("normalizePolicy fills an allowlist's defaults, lower-cases names and freez
     headersTimeoutMs: 30_000,
     idleTimeoutMs: 300_000,
     maxBytesPerConnection: 0,
+    routes: [],
+    upstreamCaCertificates: [],
   });
   assert.ok(Object.isFrozen(policy.network) && Object.isFrozen((policy.network as { hosts: unknown }).hosts));
   assert.equal(normalizePolicy({ resources, network: "outbound" }).network, "outbound");
@@ -55,7 +57,7 @@ test("normalizePolicy drops a trailing dot of a hosts entry and accepts bare add
 
 test("normalizePolicy refuses a malformed allowlist, naming the field and the fix", () => {
   refused("host", 'Cannot reserve sandbox: policy.network must be "isolated", "outbound" or { kind: "allowlist", hosts: [...] }');
-  refused({ kind: "allowlist", hosts: [] }, 'Cannot reserve sandbox: policy.network.hosts must list at least one host (use "isolated" for no network)');
+  refused({ kind: "allowlist", hosts: [] }, 'Cannot reserve sandbox: policy.network.hosts must list at least one host (use "isolated" for no network), unless routes are given');
   refused({ kind: "allowlist" }, "Cannot reserve sandbox: policy.network.hosts is required");
   refused({ kind: "allowlist", hosts: ["10.0.0.1"] }, "Cannot reserve sandbox: policy.network.hosts.0 must be a DNS name, not an address: list addresses in policy.network.addresses");
   refused({ kind: "allowlist", hosts: ["ok.test", "[::1]:443"] }, "Cannot reserve sandbox: policy.network.hosts.1 must be a DNS name, not an address: list addresses in policy.network.addresses");
@@ -76,11 +78,11 @@ test("normalizePolicy refuses a malformed allowlist, naming the field and the fi
   const bigResolve = Object.fromEntries(
     Array.from({ length: 256 }, (_, index) => [`r${index}.${label}.${label}.${label}.test`, Array(16).fill("2001:db8::1234:5678:9abc")]),
   );
-  const bigBytes = new TextEncoder().encode(JSON.stringify([bigHosts, undefined, bigResolve])).length;
+  const bigBytes = new TextEncoder().encode(JSON.stringify([bigHosts, undefined, bigResolve, undefined, undefined])).length;
   assert.ok(bigBytes > MAX_ALLOWLIST_CONFIG_BYTES);
   refused(
     { kind: "allowlist", hosts: bigHosts, resolve: bigResolve },
-    `Cannot reserve sandbox: policy.network takes ${bigBytes} bytes of JSON (hosts, addresses and resolve together), more than 98304: the proxy receives it as one environment string, which Linux bounds at 128 KiB; list fewer or shorter entries (use wildcards and CIDR ranges)`,
+    `Cannot reserve sandbox: policy.network takes ${bigBytes} bytes of JSON (hosts, addresses, resolve, routes and upstreamCaCertificates together), more than 98304: the proxy receives it as one environment string, which Linux bounds at 128 KiB; list fewer or shorter entries (use wildcards and CIDR ranges)`,
   );
   refused({ kind: "allowlist", hosts: ["a.test"], maxConnections: 129 }, "Cannot reserve sandbox: policy.network.maxConnections must be an integer from 1 to 128 connections");
   refused({ kind: "allowlist", hosts: ["a.test"], addresses: ["0.0.0.0/0"] }, "Cannot reserve sandbox: policy.network.addresses.0 must not be a /0 range (every address): list the ranges the guest needs (10.1.0.0/16)");

@@ -16,7 +16,7 @@ const spec: ProxySpec = {
   imageDigest: image,
   user: { uid: 65533, gid: 65533 },
   program: "console.log('proxy')",
-  config: { port: 3128, hosts: ["a.test"], addresses: [], hostAddresses: [], resolve: {}, maxConnections: 8, headersTimeoutMs: 1000, idleTimeoutMs: 1000, maxBytesPerConnection: 0 },
+  config: { port: 3128, hosts: ["a.test"], addresses: [], hostAddresses: [], resolve: {}, maxConnections: 8, headersTimeoutMs: 1000, idleTimeoutMs: 1000, maxBytesPerConnection: 0, routes: [], upstreamCaCertificates: [] },
   internalNetwork: "n-internal",
   egressNetwork: "n-egress",
   labels: { a: "b" },

@@ -247,3 +247,43 @@ test("startRelay sends a guest chunk larger than its credit in order, exactly on
   assert.deepEqual(joined, chunk, "in order, each byte once");
   relay.close();
 });
+
+test("startRelay: a guest that sends past its credit, ends and closes gets every byte, then END, then CLOSED", async () => {
+  const { startRelay, u32 } = await import("../../../lib/docker/ports/relay_program.ts");
+  const handlers: Record<string, (value?: unknown) => void> = {};
+  const socket = {
+    write: () => true,
+    end: () => {},
+    destroy: () => {},
+    pause: () => {},
+    resume: () => {},
+    setNoDelay: () => {},
+    on: (event: string, listener: (value?: unknown) => void) => void (handlers[event] = listener),
+  };
+  const out = new FrameDecoder();
+  const frames: { type: number; bytes: number }[] = [];
+  const relay = startRelay({
+    connect: () => socket as never,
+    write: (bytes) => {
+      for (const frame of out.push(bytes.slice())) frames.push({ type: frame.type, bytes: frame.payload.byteLength });
+      return true;
+    },
+  });
+  relay.receive(encodeFrame(FRAME.open, 5, new Uint8Array([0, 80])));
+  handlers.connect();
+  // The host half-closed first (as a download does); the guest then writes past the window,
+  // ends, and its socket closes (both sides ended) while bytes wait for credit.
+  relay.receive(encodeFrame(FRAME.end, 5));
+  handlers.data(pattern(RELAY_WINDOW_BYTES + 1000, 2));
+  handlers.end();
+  handlers.close();
+  const kinds = () => frames.filter((frame) => frame.type !== FRAME.data && frame.type !== FRAME.ready && frame.type !== FRAME.opened).map((frame) => frame.type);
+  assert.deepEqual(kinds(), [], "neither END nor CLOSED before the held bytes went out");
+  assert.equal(relay.size, 1, "the link is kept while bytes wait");
+  relay.receive(encodeFrame(FRAME.credit, 5, u32(1000)));
+  const sent = frames.filter((frame) => frame.type === FRAME.data).reduce((sum, frame) => sum + frame.bytes, 0);
+  assert.equal(sent, RELAY_WINDOW_BYTES + 1000);
+  assert.deepEqual(kinds(), [FRAME.end, FRAME.closed]);
+  assert.equal(relay.size, 0);
+  relay.close();
+});
