@@ -173,7 +173,10 @@ export {
   type SandboxTransferQuota,
   type SandboxTransferReceipt,
 } from "./lib/sandbox/transfer.ts";
-export { createDockerSandboxBackend, type DockerSandboxBackend, type DockerSandboxReservation } from "./lib/docker/backend.ts";
+export { createDockerSandboxBackend, type DockerSandboxBackend, type DockerSandboxRequest, type DockerSandboxReservation } from "./lib/docker/backend.ts";
+export { DockerWorkspaceSnapshot } from "./lib/docker/snapshots/snapshot.ts";
+export type { DockerRemoveSnapshotOptions, SnapshotListingStore } from "./lib/docker/snapshots/manage.ts";
+export type { DockerSnapshotTransferOptions } from "./lib/docker/snapshots/portable.ts";
 export {
   DEFAULT_OPEN_NAMESPACE,
   DEFAULT_OPEN_RESOURCES,
@@ -188,7 +191,7 @@ export { prepareImage } from "./lib/docker/prepare_image.ts";
 export type { DockerSandboxBackendConfig, DockerSandboxBackendSettings } from "./lib/docker/config.ts";
 export type { DockerSandboxDataset } from "./lib/docker/datasets/configuration.ts";
 export type { DockerSandboxProfile } from "./lib/docker/profiles.ts";
-export { DockerSandbox, type DockerSandboxResources } from "./lib/docker/sandbox.ts";
+export { DockerSandbox, type DockerSandboxResources, type DockerSnapshotOptions } from "./lib/docker/sandbox.ts";
 export {
   createDockerSandboxPool,
   type DockerSandboxPool,

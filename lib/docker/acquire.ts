@@ -29,8 +29,7 @@ import { labelsMatch, resourceLabels, type SandboxResourceNames, type SandboxRes
 import { portLocks } from "./recovery/lock.ts";
 import { RecoveryLog } from "./recovery/log.ts";
 import {
-  backendRevision,
-  configurationDigest,
+  backendIdentity,
   newNonce,
   plannedRecord,
   policyDigest,
@@ -49,6 +48,10 @@ import { type AcquiredEgress, acquireEgress } from "./egress/acquire_egress.ts";
 import { admitEgress } from "./egress/admission.ts";
 import { egressGuestEnv } from "./egress/guest_env.ts";
 import { foreignHolders, type GuestUser } from "./user_range.ts";
+import type { DockerWorkspaceSnapshot } from "./snapshots/snapshot.ts";
+import { admitSnapshot } from "./snapshots/admit_snapshot.ts";
+import { copyTree } from "./snapshots/copier.ts";
+import { WORK_DIRECTORY } from "./guest_paths.ts";
 
 /** What startup produced: the exact resources of a running sandbox. */
 export interface AcquiredSandbox {
@@ -95,6 +98,8 @@ export interface AcquireContext {
   readonly signal?: AbortSignal;
   /** The backend's memo of `/version`; without it every start fetches it. */
   readonly daemonVersion?: DaemonVersionMemo;
+  /** A fork: the snapshot `/workspace/work` starts as a copy of (`request.workspace.from`). */
+  readonly from?: DockerWorkspaceSnapshot;
   /** The routes' secrets (checked), for the egress proxy's stdin only. */
   readonly secrets?: Readonly<Record<string, string>>;
 }
@@ -148,13 +153,14 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     // order afterwards.
     const memo = context.daemonVersion;
     const seen = memo?.current;
-    const [info, fetchedVersion, image, datasetImages, existingVolume, proxyImage] = await Promise.all([
+    const [info, fetchedVersion, image, datasetImages, existingVolume, proxyImage, snapshotVolume] = await Promise.all([
       engine.info(checkpoint()),
       seen === undefined ? engine.version(checkpoint()) : undefined,
       inspectImage(engine, settings.imageDigest, checkpoint()),
       Promise.all(settings.datasets.map((dataset) => inspectImage(engine, dataset.imageDigest, checkpoint()))),
       inspectVolume(engine, names.volume, checkpoint()),
       proxyImageDigest === undefined ? undefined : inspectImage(engine, proxyImageDigest, checkpoint()),
+      context.from === undefined ? undefined : inspectVolume(engine, context.from.volumeName, checkpoint()),
     ]);
     const version = fetchedVersion ?? (seen?.daemonId === info.ID ? seen!.version : await engine.version(checkpoint()));
     const admission = admitDaemon(settings.profile, version, info);
@@ -165,6 +171,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     admitDatasetEngine(settings.datasets, version);
     admitDatasetImages(settings.datasets, datasetImages);
     if (proxyImageDigest !== undefined) admitEgress(version, proxyImageDigest, proxyImage, settings.profile);
+    if (context.from !== undefined) admitSnapshot(context.from, snapshotVolume, "start sandbox");
     if (existingVolume) {
       throw new SandboxConflictError(`Cannot start sandbox: volume ${names.volume} already exists and was not created by this sandbox`);
     }
@@ -172,20 +179,13 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
     // The planned record, persisted before any resource effect.
     const identity: RecoveryIdentity = {
       reservationId,
-      revision: backendRevision(settings.profile.name),
-      profile: settings.profile.name,
-      endpoint: settings.endpoint,
-      namespace: settings.namespace,
+      ...backendIdentity(settings),
       daemonId: admission.daemonId,
-      imageDigest: settings.imageDigest,
       ...(proxyImageDigest === undefined ? {} : { proxyImageDigest }),
       ...(settings.proxyImageDigest === undefined ? {} : { relayImageDigest: settings.proxyImageDigest }),
       user,
-      ...(settings.userRange === undefined ? {} : { userRange: settings.userRange }),
-      keeperUser: settings.keeperUser,
       names,
       nonce: newNonce(),
-      configurationDigest: configurationDigest(settings),
       policyDigest: policyDigest(policy),
     };
     log = new RecoveryLog(context.recovery, plannedRecord(identity, roles));
@@ -286,6 +286,22 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
       throw missingSubpathError(error, settings.datasets) ?? error;
     };
     await createWorkDirectory(engine, keeperId, user, checkpoint()).catch(explained);
+    if (context.from !== undefined) {
+      // A fork: the snapshot's tree into /workspace/work, given to this sandbox's user,
+      // before anything runs (the copier is this record's own, removed after the copy).
+      checkpoint();
+      await copyTree({
+        engine,
+        log,
+        imageDigest: settings.imageDigest,
+        platform: settings.profile.image.platform,
+        runtime: settings.profile.runtime,
+        from: { volume: context.from.volumeName, path: "" },
+        to: { volume: names.volume, path: WORK_DIRECTORY },
+        owner: user,
+        timeoutMs: remaining(),
+      });
+    }
     await startContainer(engine, keeperId, checkpoint()).catch(explained);
     verifyWorkload(await inspectContainer(engine, keeperId, checkpoint()), spec, true);
     // The lease covers every container that computes: the keeper, and the egress proxy.

@@ -18,6 +18,24 @@ import { DockerSandbox } from "./sandbox.ts";
 import { assertEgressConfigured } from "./egress/configuration.ts";
 import { type DockerSandboxStartOptions, resolveRouteSecrets } from "./egress/secrets.ts";
 import { UserRangeAllocator } from "./user_range.ts";
+import { DockerWorkspaceSnapshot } from "./snapshots/snapshot.ts";
+import { type DockerRemoveSnapshotOptions, listSnapshots, removeSnapshot, type SnapshotListingStore } from "./snapshots/manage.ts";
+import { newSnapshot } from "./snapshots/snapshot.ts";
+import { type DockerSnapshotTransferOptions, importSnapshotTree } from "./snapshots/portable.ts";
+
+/**
+ * A request for one Docker sandbox: the neutral request, and optionally where its
+ * workspace starts from.
+ */
+export interface DockerSandboxRequest extends SandboxRequest {
+  /**
+   * `{ from: snapshot }`: a fork — `/workspace/work` starts as a copy of the snapshot's tree,
+   * given to this sandbox's user, before anything runs. Forks are independent of each other
+   * and of the snapshot (removing it later does not touch them).
+   * @default undefined (an empty `/workspace/work`)
+   */
+  readonly workspace?: { readonly from: DockerWorkspaceSnapshot };
+}
 
 /** A Docker sandbox backend (see {@linkcode createDockerSandboxBackend}). */
 export interface DockerSandboxBackend extends SandboxBackend {
@@ -36,7 +54,36 @@ export interface DockerSandboxBackend extends SandboxBackend {
    * @throws {SandboxQuotaError} with `config.userRange`, when every uid of the range is held
    *   by a live sandbox of this backend
    */
-  reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation;
+  reserve(request: DockerSandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation;
+  /**
+   * Remove a workspace snapshot (`sandbox.snapshot()`, `importSnapshot()`, `snapshots()`): its
+   * volume by exact name, each step persisted through the snapshot's recovery port. Forks
+   * keep their own copies. Idempotent.
+   *
+   * @throws {SandboxConfigurationError} when `snapshot` is not a `DockerWorkspaceSnapshot`
+   * @throws {SandboxEngineError} when a removal fails (call again)
+   */
+  removeSnapshot(snapshot: DockerWorkspaceSnapshot, options?: DockerRemoveSnapshotOptions): Promise<void>;
+  /**
+   * The workspace snapshots a store holds for this backend's namespace (records with
+   * `identity.snapshot` whose volume was created and not removed), oldest first.
+   *
+   * @param store a store with `list()` and `record()` (`createFileRecoveryStore`)
+   * @throws {SandboxConfigurationError} when `store` lacks `list()` or `record()`
+   */
+  snapshots(store: SnapshotListingStore): Promise<DockerWorkspaceSnapshot[]>;
+  /**
+   * A new snapshot on this backend's engine from a tar stream (`snapshot.export()`, here or on
+   * another engine): validated by the strict tar reader (regular files and directories only),
+   * written into a volume of its own with a record of its own (through `recovery`), owned by
+   * this backend's user. Fork it like any snapshot.
+   *
+   * @param tar the archive; read to its end
+   * @param recovery where the snapshot's record is persisted
+   * @throws {SandboxConfigurationError} when the archive is not acceptable (the reader's reason); nothing is kept
+   * @throws {SandboxEngineError} when the Engine fails; nothing is kept
+   */
+  importSnapshot(tar: ReadableStream<Uint8Array>, recovery: SandboxRecoveryPort, options?: DockerSnapshotTransferOptions): Promise<DockerWorkspaceSnapshot>;
   /**
    * Regain cleanup ownership of a persisted recovery record after the controller that wrote
    * it is gone (crashed, killed): never a runnable sandbox. Checks the record against this
@@ -141,6 +188,21 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
   const users = settings.userRange === undefined ? undefined : new UserRangeAllocator(settings.userRange);
   const backend: DockerSandboxBackend = Object.freeze({
     settings,
+    removeSnapshot(snapshot: DockerWorkspaceSnapshot, options?: DockerRemoveSnapshotOptions): Promise<void> {
+      return Promise.resolve().then(() => removeSnapshot(engine, snapshot, options));
+    },
+    async importSnapshot(tar: ReadableStream<Uint8Array>, recovery: SandboxRecoveryPort, options: DockerSnapshotTransferOptions = {}): Promise<DockerWorkspaceSnapshot> {
+      if (!(tar instanceof ReadableStream)) throw new SandboxConfigurationError("Cannot import snapshot: tar must be a ReadableStream<Uint8Array>");
+      if (typeof recovery?.record !== "function") throw new SandboxConfigurationError("Cannot import snapshot: recovery.record must be a function");
+      const timeoutMs = options.timeoutMs ?? 30_000;
+      const info = await engine.info({ timeoutMs });
+      const user = settings.user ?? { uid: settings.userRange!.first, gid: settings.userRange!.first };
+      return newSnapshot({ engine, settings, recovery, daemonId: info.ID ?? "", user, timeoutMs }, (log, volume) =>
+        importSnapshotTree({ engine, settings }, log, volume, tar, user, options));
+    },
+    snapshots(store: SnapshotListingStore): Promise<DockerWorkspaceSnapshot[]> {
+      return Promise.resolve().then(() => listSnapshots(engine, settings, store));
+    },
     pool(options: DockerSandboxPoolOptions): DockerSandboxPool {
       return createDockerSandboxPool(backend, options);
     },
@@ -150,12 +212,18 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
       }
       return recoverSandbox({ engine, settings }, record, recovery, options);
     },
-    reserve(request: SandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation {
+    reserve(request: DockerSandboxRequest, recovery: SandboxRecoveryPort): DockerSandboxReservation {
       if (typeof request !== "object" || request === null) {
         throw new SandboxConfigurationError("Cannot reserve sandbox: request must be an object");
       }
       if (typeof recovery?.record !== "function") {
         throw new SandboxConfigurationError("Cannot reserve sandbox: recovery.record must be a function");
+      }
+      const from = request.workspace?.from;
+      if (request.workspace !== undefined && !(from instanceof DockerWorkspaceSnapshot)) {
+        throw new SandboxConfigurationError(
+          "Cannot reserve sandbox: request.workspace.from must be a DockerWorkspaceSnapshot (from sandbox.snapshot(), importSnapshot() or snapshots())",
+        );
       }
       const policy = normalizePolicy(request.policy);
       assertSupportedDiskQuota(policy);
@@ -180,7 +248,7 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
           try {
             // Resolved here and handed on to the proxy's stdin only; the sandbox keeps no copy.
             const secrets = await resolveRouteSecrets(policy.network, options.secrets);
-            acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, user, recovery, signal: options.signal, daemonVersion, secrets });
+            acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, user, recovery, signal: options.signal, daemonVersion, secrets, from });
           } catch (error) {
             releaseUser();
             throw error;

@@ -13,6 +13,9 @@ import { FIXED_GUEST_ENV } from "../sandbox/process.ts";
 export const WORKSPACE_PATH = "/workspace";
 /** Guest path the workload writes (created owned by the sandbox user); processes start here. */
 export const WORK_PATH = "/workspace/work";
+
+/** The workload's directory relative to the workspace volume's root (`WORK_PATH` in the guest). */
+export const WORK_DIRECTORY = "work";
 /** Guest HOME (a tmpfs): `FIXED_GUEST_ENV.HOME`. */
 export const HOME_PATH: string = FIXED_GUEST_ENV.HOME;
 /** Guest TMPDIR (a tmpfs): `FIXED_GUEST_ENV.TMPDIR`. */

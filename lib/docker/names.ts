@@ -16,6 +16,7 @@ export const LABELS: {
   readonly configuration: string;
   readonly uid: string;
   readonly gid: string;
+  readonly snapshot: string;
 } = Object.freeze({
   /** Always `"agentcell"`: marks a resource of this library. */
   owner: "dev.agentcell.owner",
@@ -23,7 +24,7 @@ export const LABELS: {
   namespace: "dev.agentcell.namespace",
   /** The reservation ID. */
   reservation: "dev.agentcell.reservation",
-  /** `volume`, `keeper`, `network`, `accessor`, `proxy`, `egress` or `relay`. */
+  /** `volume`, `keeper`, `network`, `accessor`, `proxy`, `egress`, `relay` or `copier`. */
   role: "dev.agentcell.role",
   /** Backend revision (`engine-1.52-v2-<profile>`). */
   revision: "dev.agentcell.revision",
@@ -39,10 +40,15 @@ export const LABELS: {
   uid: "dev.agentcell.uid",
   /** The agent's gid (`identity.user.gid`), likewise. */
   gid: "dev.agentcell.gid",
+  /**
+   * `"true"` on the resources of a workspace snapshot's record (its volume and its copier):
+   * a snapshot is a record of its own, reclaimable apart from the sandbox it was taken of.
+   */
+  snapshot: "dev.agentcell.snapshot",
 });
 
 /** Roles of the resources of one sandbox. */
-export type SandboxResourceRole = "volume" | "keeper" | "network" | "accessor" | "proxy" | "egress" | "relay";
+export type SandboxResourceRole = "volume" | "keeper" | "network" | "accessor" | "proxy" | "egress" | "relay" | "copier";
 
 /** Names of the resources of one sandbox. */
 export interface SandboxResourceNames {
@@ -58,6 +64,11 @@ export interface SandboxResourceNames {
   readonly proxy: string;
   /** The proxy's own bridge network to the outside (`allowlist` only). */
   readonly egress: string;
+  /**
+   * The short-lived helper that copies a workspace tree between two volumes (a snapshot
+   * taken, a fork filled; see `snapshots/copier.ts`). Records written before snapshots lack it.
+   */
+  readonly copier: string;
   /** The port relay container (created on the first `connect()`; see `ports/`). */
   readonly relay: string;
 }
@@ -82,6 +93,7 @@ export function resourceNames(namespace: string, reservationId: string): Sandbox
     accessor: `${base}-accessor`,
     proxy: `${base}-proxy`,
     egress: `${base}-egress`,
+    copier: `${base}-copier`,
     relay: `${base}-relay`,
   });
 }
@@ -102,6 +114,7 @@ export function resourceLabels(
       readonly configurationDigest: string;
       readonly user: { readonly uid: number; readonly gid: number };
       readonly userRange?: unknown;
+      readonly snapshot?: unknown;
     };
     readonly identityDigest: string;
   },
@@ -119,6 +132,7 @@ export function resourceLabels(
     // Only identities drawn from a range are labelled: fixed-user resources keep the label
     // set of earlier builds, so their records still recover.
     ...(identity.userRange === undefined ? {} : { [LABELS.uid]: String(identity.user.uid), [LABELS.gid]: String(identity.user.gid) }),
+    ...(identity.snapshot === undefined ? {} : { [LABELS.snapshot]: "true" }),
   });
 }
 

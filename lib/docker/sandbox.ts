@@ -64,6 +64,16 @@ import { TransferGuard } from "./files/_transfer_guard.ts";
 import { raceDeadline } from "../streams/deadline.ts";
 import type { DockerEgressEvents } from "./egress/events.ts";
 import { proxyStoppedError } from "./egress/proxy_stopped.ts";
+import { computeContainers, pauseAll, unpauseAll } from "./snapshots/pause.ts";
+import { type DockerWorkspaceSnapshot, newSnapshot } from "./snapshots/snapshot.ts";
+import { copyTree } from "./snapshots/copier.ts";
+import { WORK_DIRECTORY } from "./guest_paths.ts";
+
+/** Options of `sandbox.snapshot()`. */
+export interface DockerSnapshotOptions {
+  /** Deadline of the whole snapshot (the copy included), milliseconds. @default 300000 */
+  readonly timeoutMs?: number;
+}
 import { DockerSandboxPorts } from "./ports/ports.ts";
 import type { SandboxConnection, SandboxConnectOptions, SandboxFetchOptions, SandboxForwardOptions, SandboxPortForward, SandboxPorts } from "../sandbox/ports.ts";
 import { runDestroySteps } from "./_destroy_steps.ts";
@@ -136,6 +146,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   #destroying = new AbortController();
   #keeperRemoved = false;
   #destroyTask: Promise<void> | undefined;
+  /** The pause or resume in flight (they run one at a time). */
+  #pauseTask: Promise<void> = Promise.resolve();
   /** The guest ports (`ports/`), made on first use. */
   #ports: DockerSandboxPorts | undefined;
 
@@ -249,8 +261,9 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   }
 
   /**
-   * `running`, `stopped` (compute removed or being removed), `stop_failed` (its removal
-   * failed: compute may still exist; `stop()` or `destroy()` retries) or `destroyed`.
+   * `running`, `paused` (compute frozen by `pause()`; `resume()` thaws it), `stopped`
+   * (compute removed or being removed), `stop_failed` (its removal failed: compute may still
+   * exist; `stop()` or `destroy()` retries) or `destroyed`.
    */
   get state(): SandboxState {
     return this.#state;
@@ -586,7 +599,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   ): Promise<SandboxTransferReceipt> {
     const refuse = (reason: string) =>
       markPartialImport(new SandboxStateError(`Cannot import files: ${reason}`), { entriesSent: 0, bytesSent: 0, lastPathSent: undefined });
-    if (this.#state !== "running") throw refuse(`the sandbox is ${this.#state}`);
+    if (this.#state !== "running") throw refuse(this.#state === "paused" ? "the sandbox is paused; call resume() first" : `the sandbox is ${this.#state}`);
     let endImport: () => void;
     try {
       endImport = this.#processes.beginImport();
@@ -661,7 +674,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
       ? { ...given, quota: { ...given.quota, bytes: fallback }, quotaBytesDefault: "config.defaultExportQuota.bytes" }
       : given;
     const refuse = (reason: string) => new SandboxStateError(`Cannot ${action}: ${reason}`);
-    if (this.#state === "running") throw refuse("compute is running; call stop() first");
+    if (this.#state === "running" || this.#state === "paused") throw refuse("compute is running; call stop() first");
     if (this.#state === "destroyed" || this.#destroying.signal.aborted) throw refuse("the sandbox is destroyed");
     if (!this.#keeperRemoved) {
       await this.#stopTask?.catch(() => {});
@@ -808,6 +821,149 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
   }
 
   /**
+   * Freeze compute: every container of the sandbox (the keeper, the egress proxy of an
+   * allowlist sandbox, the port relay once `connect()` made it) is paused by the Engine's cgroup freezer (`POST
+   * /containers/{id}/pause`); its processes keep their memory and use no CPU. `state` is
+   * `paused` from the call on; calls that need a running guest (`reserveProcess`, `run`,
+   * `stats`, file transfers, guest files) throw `invalid_state` until `resume()`. Running
+   * processes stay attached and produce nothing while frozen.
+   *
+   * Clocks are wall clocks and keep running while paused (a pause does not extend a bound):
+   * the `execution` deadline that comes due while paused stops the sandbox (the Engine
+   * force-removes a paused container), the guest deadline fires as the guest thaws, and a
+   * process whose `timeoutMs` elapsed while paused is ended (if the guest cannot be reached
+   * to kill it, the sandbox stops, as for any kill that fails). The controller lease holds:
+   * a controller that dies while its sandbox is paused leaves a record whose `recover()`
+   * removes the paused containers. See docs/snapshots.md.
+   *
+   * Idempotent (a paused sandbox stays paused). A pause that fails part way thaws what it
+   * froze and leaves the sandbox running.
+   *
+   * @throws {SandboxStateError} `invalid_state` when the sandbox is not running or paused
+   * @throws {SandboxEngineError} when the Engine refuses or fails a pause
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * await sandbox.pause();
+   * console.log(sandbox.state); // "paused"
+   * await sandbox.resume();
+   * ```
+   */
+  pause(): Promise<void> {
+    const task = this.#pauseTask.catch(() => {}).then(async () => {
+      if (this.#state === "paused") return;
+      if (this.#state !== "running") throw new SandboxStateError(`Cannot pause sandbox: the sandbox is ${this.#state}`);
+      // Paused from now on: no new exec is created against a container being frozen.
+      this.#state = "paused";
+      try {
+        await pauseAll(this.#engine, computeContainers(this.#acquired), this.#policy.deadlines.cleanupMs);
+      } catch (error) {
+        if (this.#state === "paused") this.#state = "running";
+        throw asSandboxError(error, "pause sandbox");
+      }
+    });
+    this.#pauseTask = task;
+    return task;
+  }
+
+  /**
+   * Thaw compute paused by `pause()` (`POST /containers/{id}/unpause`, in the reverse order):
+   * its processes continue where they were. Idempotent (a running sandbox stays running).
+   *
+   * @throws {SandboxStateError} `invalid_state` when the sandbox is stopped or destroyed
+   * @throws {SandboxEngineError} when the Engine fails an unpause (the sandbox stays
+   *   `paused`; call again to retry)
+   */
+  resume(): Promise<void> {
+    const task = this.#pauseTask.catch(() => {}).then(async () => {
+      if (this.#state === "running") return;
+      if (this.#state !== "paused") throw new SandboxStateError(`Cannot resume sandbox: the sandbox is ${this.#state}`);
+      try {
+        await unpauseAll(this.#engine, computeContainers(this.#acquired), this.#policy.deadlines.cleanupMs);
+      } catch (error) {
+        throw asSandboxError(error, "resume sandbox");
+      }
+      if (this.#state === "paused") this.#state = "running";
+    });
+    this.#pauseTask = task;
+    return task;
+  }
+
+  /**
+   * Take an immutable workspace snapshot: the tree of `/workspace/work` copied into a volume
+   * of its own, with a recovery record of its own written through this sandbox's recovery
+   * port (see `docs/snapshots.md`). Only `/workspace` is in it: home, `/tmp` and `/dev/shm`
+   * are tmpfs and are not.
+   *
+   * Consistency: a running sandbox is paused for the copy (the cgroup freezer: no guest write
+   * lands while the tree is copied) and resumed after; a paused one stays paused; a stopped
+   * one (compute removed, files retained) is copied as it is. The copy runs in a short-lived
+   * helper container of ours inside the Engine (`snapshots/copier.ts`).
+   *
+   * @param options deadline of the whole snapshot
+   * @returns the snapshot; it outlives this sandbox (remove it with `backend.removeSnapshot()`)
+   * @throws {SandboxStateError} `invalid_state` when the sandbox is destroyed
+   * @throws {SandboxEngineError} when the copy or the Engine fails (what was made is removed)
+   *
+   * @example
+   * ```ts ignore
+   * // ignore: needs a running sandbox on a Docker Engine
+   * const snapshot = await sandbox.snapshot();
+   * await using fork = await backend.reserve({ policy, workspace: { from: snapshot } }, store).start();
+   * ```
+   */
+  snapshot(options: DockerSnapshotOptions = {}): Promise<DockerWorkspaceSnapshot> {
+    const timeoutMs = options.timeoutMs ?? 300_000;
+    if (this.#state === "destroyed" || this.#destroying.signal.aborted) {
+      return Promise.reject(new SandboxStateError("Cannot take a snapshot: the sandbox is destroyed"));
+    }
+    // Called before destroy(): destroy() waits for this task before it removes the volume.
+    const task = this.#pauseTask.catch(() => {}).then(async () => {
+      const log = this.#acquired.log;
+      return await newSnapshot({
+        engine: this.#engine,
+        settings: this.#settings,
+        recovery: log.port,
+        daemonId: log.record.identity.daemonId,
+        user: this.#acquired.spec.user,
+        source: this.id,
+        timeoutMs: this.#policy.deadlines.cleanupMs,
+      }, async (snapshotLog, volumeName) => {
+        const paused = this.#state === "running";
+        if (paused) {
+          this.#state = "paused";
+          try {
+            await pauseAll(this.#engine, computeContainers(this.#acquired), this.#policy.deadlines.cleanupMs);
+          } catch (error) {
+            if (this.#state === "paused") this.#state = "running";
+            throw error;
+          }
+        }
+        try {
+          await copyTree({
+            engine: this.#engine,
+            log: snapshotLog,
+            imageDigest: this.#settings.imageDigest,
+            platform: this.#settings.profile.image.platform,
+            runtime: this.#settings.profile.runtime,
+            from: { volume: this.#acquired.volumeName, path: WORK_DIRECTORY },
+            to: { volume: volumeName, path: "" },
+            timeoutMs,
+          });
+        } finally {
+          if (paused && this.#state === "paused") {
+            await unpauseAll(this.#engine, computeContainers(this.#acquired), this.#policy.deadlines.cleanupMs);
+            this.#state = "running";
+          }
+        }
+      });
+    });
+    this.#pauseTask = task.then(() => {}, () => {});
+    return task;
+  }
+
+  /**
    * Force-remove the exact keeper container; the volume (and its files) stays.
    * Idempotent; a failed removal may be retried by calling again.
    *
@@ -839,6 +995,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    * @throws {SandboxError} the stop cause once the sandbox stopped
    */
   #assertRunning(action: string): void {
+    if (this.#state === "paused") throw new SandboxStateError(`Cannot ${action}: the sandbox is paused; call resume() first`);
     if (this.#state !== "running") throw this.#stopCause ?? new SandboxStoppedError(`Cannot ${action}: the sandbox is stopped`);
   }
 
@@ -849,11 +1006,11 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
 
   #stopFor(cause: SandboxError): Promise<void> {
     if (this.#keeperRemoved) return Promise.resolve();
-    if (this.#state === "running") {
+    if (this.#state === "running" || this.#state === "paused") {
       this.#stopCause = cause;
       this.#stopping.abort(cause);
     }
-    if (this.#state === "running" || this.#state === "stop_failed") this.#state = "stopped";
+    if (this.#state === "running" || this.#state === "paused" || this.#state === "stop_failed") this.#state = "stopped";
     this.#stopTask ??= this.#removeKeeper().catch((error) => {
       // Compute may still exist: say so, settle every pending call all the same, and keep
       // trying in the background (the Engine may be restarting).
@@ -925,6 +1082,8 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
     // An accessor create in flight finishes first; one whose outcome is unknown is resolved
     // by the resource table (exact name, this record's labels).
     await this.#accessorTask?.catch(() => {});
+    // A snapshot in flight finishes its copy first: its copier holds the volume.
+    await this.#pauseTask.catch(() => {});
     const report = await removeAllRecorded(this.#engine, this.#acquired.log, { timeoutMs: this.#policy.deadlines.cleanupMs });
     const failure = report.failures[0];
     if (failure) throw asSandboxError(failure.error, "destroy sandbox");

@@ -1,6 +1,6 @@
 /**
  * Engine container endpoints (Docker Engine API v1.44–v1.52, "Container" group):
- * create, inspect, list (by label), start, wait, remove. Paths use exact IDs; callers never pass names except to
+ * create, inspect, list (by label), start, pause, unpause, wait, remove. Paths use exact IDs; callers never pass names except to
  * `create`.
  *
  * @module
@@ -24,9 +24,12 @@ export const containerInspectSchema = z.looseObject({
   Id: z.string().regex(/^[0-9a-f]{64}$/u),
   Name: z.string(),
   Image: z.string(),
+  /** The container's execs the Engine still holds (created, starting or running). */
+  ExecIDs: z.array(z.string()).nullable().optional(),
   State: z.looseObject({
     Status: z.string(),
     Running: z.boolean(),
+    Paused: z.boolean().optional(),
     Pid: z.number(),
     ExitCode: z.number(),
     OOMKilled: z.boolean().optional(),
@@ -195,6 +198,35 @@ export async function startContainer(engine: DockerEngine, id: string, options: 
   await engine.request("POST", `/containers/${encodeURIComponent(id)}/start`, {
     action: "start container",
     expect: [204, 304],
+    ...options,
+  });
+}
+
+/**
+ * `POST /containers/{id}/pause`: freeze every process of the container (the cgroup freezer;
+ * Docker Engine API v1.44+). `204` succeeds; the Engine answers `409` for a container that is
+ * already paused or not running.
+ *
+ * @throws {DockerEngineError} by status (`conflict` when already paused or not running)
+ */
+export async function pauseContainer(engine: DockerEngine, id: string, options: EngineCallOptions = {}): Promise<void> {
+  await engine.request("POST", `/containers/${encodeURIComponent(id)}/pause`, {
+    action: "pause container",
+    expect: [204],
+    ...options,
+  });
+}
+
+/**
+ * `POST /containers/{id}/unpause`: thaw a paused container (Docker Engine API v1.44+). `204`
+ * succeeds; the Engine answers `409` for a container that is not paused.
+ *
+ * @throws {DockerEngineError} by status (`conflict` when not paused)
+ */
+export async function unpauseContainer(engine: DockerEngine, id: string, options: EngineCallOptions = {}): Promise<void> {
+  await engine.request("POST", `/containers/${encodeURIComponent(id)}/unpause`, {
+    action: "unpause container",
+    expect: [204],
     ...options,
   });
 }

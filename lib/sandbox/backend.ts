@@ -148,6 +148,8 @@ export interface SandboxReservation {
  *
  * - `starting`: resources are being acquired.
  * - `running`: compute is up; processes can be reserved and started.
+ * - `paused`: compute is frozen (`pause()`); calls that need a running guest throw
+ *   `invalid_state` until `resume()`.
  * - `stopped`: compute was removed (or its removal is under way); files are retained (export
  *   them, then destroy).
  * - `stop_failed`: compute stopped being usable, but its removal failed (the Engine is gone,
@@ -166,7 +168,7 @@ export interface SandboxReservation {
  * }
  * ```
  */
-export type SandboxState = "starting" | "running" | "stopped" | "stop_failed" | "destroyed";
+export type SandboxState = "starting" | "running" | "paused" | "stopped" | "stop_failed" | "destroyed";
 
 /**
  * A started sandbox. Disposing it (`await using`) destroys it.

@@ -9,8 +9,10 @@
  * Each run is one sandbox lifecycle with one fault drawn from the seeded generator:
  * - `kill`: a child host program (same runtime) dies by SIGKILL inside a recovery record
  *   write (its effect not dispatched), one macrotask after one (its effect in flight), while
- *   its process runs, or during an export; half of those sandboxes hold a controller lease
- *   (`controllerLoss: "stop"`), whose stop is awaited and timed before recovery;
+ *   its process runs, during an export, while paused, while a snapshot is half made, or
+ *   while a fork of a snapshot is half made; half of those sandboxes hold a controller lease
+ *   (`controllerLoss: "stop"`), whose stop is awaited and timed before recovery (not for a
+ *   paused keeper, which cannot act on it); records holding a copier are recovered first;
  * - `abort`: an in-process start aborted inside its k-th record write;
  * - `port`: an in-process start whose recovery port rejects its k-th record;
  * - `clean`: a whole lifecycle (import, process, stop, export, destroy) with no fault.
@@ -112,8 +114,17 @@ function child(killAt: string, policy: SandboxPolicyInput): Promise<{ reservatio
  * Recover every record of the store and clean up; drop the records whose cleanup completed.
  * Without `settleMs` an uncertain create stays (a late create is adopted by a later pass).
  */
+/** Whether a record still names a copier (a half-made snapshot or fork): its copier holds other records' volumes. */
+function holdsCopier(entry: object): boolean {
+  const copier = (entry as { record?: { resources?: Record<string, { state?: string }> } }).record?.resources?.copier;
+  return copier !== undefined && copier.state !== "planned" && copier.state !== "removed";
+}
+
 async function reclaim(settleMs?: number): Promise<void> {
-  for (const entry of await store.list()) {
+  // Records with a copier first (a fork's, a snapshot's): until it is gone, the volumes it
+  // mounts cannot be removed; snapshots (their volume mounted by a fork's copier) before sandboxes.
+  const entries = (await store.list()).sort((a, b) => Number(!holdsCopier(a)) - Number(!holdsCopier(b)));
+  for (const entry of entries) {
     if (entry.kind === "corrupt") throw entry.error;
     // The in-process runs are over before each reclaim (their port wraps the store, so a failed
     // start cannot release the lock through it): a record this process still locks is taken
@@ -136,7 +147,7 @@ async function reclaim(settleMs?: number): Promise<void> {
 
 async function leftoversOf(reservationId: string): Promise<string[]> {
   const names = resourceNames("campaign", reservationId);
-  const paths = [`/containers/${names.keeper}/json`, `/containers/${names.accessor}/json`, `/networks/${names.network}`, `/volumes/${names.volume}`];
+  const paths = [`/containers/${names.keeper}/json`, `/containers/${names.accessor}/json`, `/containers/${names.copier}/json`, `/networks/${names.network}`, `/volumes/${names.volume}`];
   const left: string[] = [];
   for (const path of paths) {
     try {
@@ -190,14 +201,25 @@ try {
     let reservationId: string | undefined;
     if (kind === "kill") {
       const lease = random() < 0.5;
-      const killAt = pick([`record:${1 + Math.floor(random() * 8)}`, `after-record:${1 + Math.floor(random() * 8)}`, "running", "exporting"]);
+      const killAt = pick([
+        `record:${1 + Math.floor(random() * 8)}`,
+        `after-record:${1 + Math.floor(random() * 8)}`,
+        "running",
+        "exporting",
+        "paused",
+        "snapshot-copier",
+        "fork-copier",
+      ]);
       const result = await child(killAt, policyOf(network, lease));
       reservationId = result.reservationId;
       if (lease && reservationId) {
         const keeperId = (await store.list()).flatMap((e) => e.kind === "record" && e.reservationId === reservationId
           ? [(e.record.resources as Record<string, { id?: string; state: string }>).keeper]
           : [])[0];
-        if (keeperId?.state === "created" && keeperId.id && killAt !== "exporting") {
+        // A keeper paused when its host died (paused, or during a snapshot's copy) cannot act
+        // on its lease's end: recovery removes it paused.
+        const frozen = killAt === "paused" || killAt === "snapshot-copier";
+        if (keeperId?.state === "created" && keeperId.id && killAt !== "exporting" && !frozen) {
           await engine.request("POST", `/containers/${keeperId.id}/wait`, { query: { condition: "not-running" }, timeoutMs: 60_000 });
           leaseStopMs.push(Date.now() - result.diedAt);
         }

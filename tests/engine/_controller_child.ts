@@ -6,6 +6,11 @@
 //   record:<k>      right after the k-th record is durable (its effect not dispatched)
 //   after-record:<k> one macrotask after the k-th record resolved (its effect in flight)
 //   running         while its process runs (`sleep 600`)
+//   paused          while its process runs and the sandbox is paused (`sandbox.pause()`)
+//   snapshot-copier during `sandbox.snapshot()`, right after its copier's "created" is durable
+//                   (the snapshot's volume exists, the copier was never started, the keeper is paused)
+//   fork-copier     after a complete snapshot, during a fork's start, right after the fork's
+//                   copier's "created" is durable (the fork's volume and keeper exist, unstarted)
 //   exporting       during an export, after the first entry arrived
 //   connected       after its first connect() created the port relay (needs AGENTCELL_CHILD_PROXY_IMAGE)
 //   hold            never: it prints "running <pid>" while its process runs and lives on until
@@ -36,7 +41,8 @@ const backend = createDockerSandboxBackend({
   proxyImageDigest: process.env.AGENTCELL_CHILD_PROXY_IMAGE,
 });
 let records = 0;
-const reservation = backend.reserve({ policy: JSON.parse(process.env.AGENTCELL_CHILD_POLICY!) }, {
+const policy = JSON.parse(process.env.AGENTCELL_CHILD_POLICY!);
+const port = {
   async record(record: SandboxRecoveryRecord) {
     await store.record(record);
     records += 1;
@@ -45,8 +51,13 @@ const reservation = backend.reserve({ policy: JSON.parse(process.env.AGENTCELL_C
     if (killAt === "keeper-creating" && keeper?.state === "creating") die();
     if (killAt === `record:${records}`) die();
     if (killAt === `after-record:${records}`) setTimeout(die, 0);
+    const copier = (record.resources as Record<string, { state: string }>).copier;
+    const snapshotRecord = (record as { identity?: { snapshot?: unknown } }).identity?.snapshot !== undefined;
+    if (killAt === "snapshot-copier" && snapshotRecord && copier?.state === "created") die();
+    if (killAt === "fork-copier" && !snapshotRecord && copier?.state === "created") die();
   },
-});
+};
+const reservation = backend.reserve({ policy }, port);
 console.log(`ready ${reservation.id}`);
 const sandbox = await reservation.start();
 if (killAt === "connected") {
@@ -66,6 +77,19 @@ if (killAt === "exporting") {
 const process_ = await sandbox.reserveProcess({ executable: "/bin/sleep", args: ["600"] }).start();
 void process_;
 console.log(`running ${process.pid}`);
+if (killAt === "snapshot-copier") {
+  await sandbox.snapshot();
+  throw new Error("the snapshot finished before its kill point");
+}
+if (killAt === "fork-copier") {
+  const snapshot = await sandbox.snapshot();
+  await backend.reserve({ policy, workspace: { from: snapshot } }, port).start();
+  throw new Error("the fork started before its kill point");
+}
+if (killAt === "paused") {
+  await sandbox.pause();
+  die();
+}
 if (killAt === "hold") {
   // A live controller: its sandbox and process run until the test kills this program.
   setInterval(() => {}, 1 << 30);

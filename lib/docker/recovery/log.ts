@@ -27,6 +27,11 @@ export class RecoveryLog {
     this.#record = record;
   }
 
+  /** The port the record is persisted through. */
+  get port(): SandboxRecoveryPort {
+    return this.#port;
+  }
+
   /** The latest record. */
   get record(): DockerSandboxRecoveryRecord {
     return this.#record;

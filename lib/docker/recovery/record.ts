@@ -91,6 +91,17 @@ export interface RecoveryIdentity {
   readonly userRange?: { readonly first: number; readonly count: number };
   /** The keeper's user (its containers' `User`). */
   readonly keeperUser: { readonly uid: number; readonly gid: number };
+  /**
+   * Present exactly on the record of a workspace snapshot (`sandbox.snapshot()`,
+   * `backend.importSnapshot()`): its `volume` is the snapshot's tree, its `keeper` stays
+   * `planned` (a snapshot never computes), its `copier` is the helper that filled it.
+   */
+  readonly snapshot?: {
+    /** Reservation ID of the sandbox it was taken of; absent for an imported snapshot. */
+    readonly source?: string;
+    /** When it was taken, milliseconds since the epoch. */
+    readonly createdAt: number;
+  };
   /** Every resource name of the reservation. */
   readonly names: SandboxResourceNames;
   /** 32 random lowercase hex digits, known only to the record and the labels' digest. */
@@ -150,7 +161,8 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     user: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
     userRange: z.strictObject({ first: z.number().int().positive(), count: z.number().int().positive() }).optional(),
     keeperUser: z.strictObject({ uid: z.number().int().positive(), gid: z.number().int().positive() }),
-    // `proxy`, `egress` and `relay` are optional: records written before them lack them.
+    snapshot: z.strictObject({ source: hex(32).optional(), createdAt: z.number().int().nonnegative() }).optional(),
+    // `proxy`, `egress`, `relay` and `copier` are optional: records written before them lack them.
     names: z.strictObject({
       volume: nameSchema,
       keeper: nameSchema,
@@ -158,6 +170,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
       accessor: nameSchema,
       proxy: nameSchema.optional(),
       egress: nameSchema.optional(),
+      copier: nameSchema.optional(),
       relay: nameSchema.optional(),
     }),
     nonce: hex(32),
@@ -172,6 +185,7 @@ export const recoveryRecordSchema: z.ZodType<DockerSandboxRecoveryRecord> = z.st
     accessor: resourceSchema.optional(),
     proxy: resourceSchema.optional(),
     egress: resourceSchema.optional(),
+    copier: resourceSchema.optional(),
     relay: resourceSchema.optional(),
   }),
 }).superRefine((record, context) => {
@@ -233,6 +247,29 @@ export function configurationDigest(settings: DockerSandboxBackendSettings): str
     // Absent (and so not in the digest) unless configured: older records keep their digest.
     proxyImageDigest: settings.proxyImageDigest,
   });
+}
+
+/**
+ * The fields of an identity that the backend's configuration fixes (and `recover()` checks
+ * against it): revision, profile, endpoint, namespace, workload image, user range, keeper
+ * user and configuration digest.
+ *
+ * @param settings the backend's settings
+ * @returns those fields of a {@linkcode RecoveryIdentity}
+ */
+export function backendIdentity(
+  settings: DockerSandboxBackendSettings,
+): Pick<RecoveryIdentity, "revision" | "profile" | "endpoint" | "namespace" | "imageDigest" | "userRange" | "keeperUser" | "configurationDigest"> {
+  return {
+    revision: backendRevision(settings.profile.name),
+    profile: settings.profile.name,
+    endpoint: settings.endpoint,
+    namespace: settings.namespace,
+    imageDigest: settings.imageDigest,
+    ...(settings.userRange === undefined ? {} : { userRange: settings.userRange }),
+    keeperUser: settings.keeperUser,
+    configurationDigest: configurationDigest(settings),
+  };
 }
 
 /** The digest of a normalized request policy. */

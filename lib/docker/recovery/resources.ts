@@ -1,6 +1,7 @@
 /**
  * The one resource table of a sandbox: per role (volume, network, keeper, accessor, the port
- * relay, and for an allowlist network the egress proxy and its egress bridge) how to
+ * relay, the snapshot copier, and for an allowlist network the egress proxy and its egress
+ * bridge) how to
  * inspect it by exact name or ID, check its labels and configuration fingerprint, and remove
  * it by exact ID — and the recorded create and remove steps that acquisition, `stop()`,
  * `destroy()` and recovery all share.
@@ -59,14 +60,20 @@ export interface ResourceRoleEntry {
   remove(engine: DockerEngine, id: string, options: ResourceCallOptions): Promise<boolean>;
 }
 
-/** A container role; `imageOf` names the image its containers must run. */
-function containerEntry(imageOf: (record: DockerSandboxRecoveryRecord) => string | undefined): ResourceRoleEntry {
+/**
+ * A container role; `imageOf` names the image its containers must run, `userOf` its user
+ * (default: the keeper's user).
+ */
+function containerEntry(
+  imageOf: (record: DockerSandboxRecoveryRecord) => string | undefined,
+  userOf: (record: DockerSandboxRecoveryRecord) => { readonly uid: number; readonly gid: number } = (record) => record.identity.keeperUser,
+): ResourceRoleEntry {
   return {
     kind: "container",
     async inspect(engine, record, nameOrId, options) {
       try {
         const found = await inspectContainer(engine, nameOrId, options);
-        const { keeperUser: user } = record.identity;
+        const user = userOf(record);
         const imageDigest = imageOf(record);
         const mismatches: string[] = [];
         if (found.Image !== imageDigest) mismatches.push(`image is ${found.Image}`);
@@ -136,13 +143,15 @@ export const RESOURCE_TABLE: Readonly<Record<SandboxResourceRole, ResourceRoleEn
   accessor: containerEntry((record) => record.identity.imageDigest),
   proxy: containerEntry((record) => record.identity.proxyImageDigest),
   relay: containerEntry((record) => record.identity.relayImageDigest),
+  // The copier runs as root with the few capabilities a faithful copy needs (snapshots/copier.ts).
+  copier: containerEntry((record) => record.identity.imageDigest, () => ({ uid: 0, gid: 0 })),
 });
 
 /**
  * Roles in removal order: containers before the networks before the volume; the port relay
  * first, as it lives in the keeper's network namespace.
  */
-export const REMOVAL_ORDER: readonly SandboxResourceRole[] = Object.freeze(["relay", "keeper", "proxy", "accessor", "network", "egress", "volume"]);
+export const REMOVAL_ORDER: readonly SandboxResourceRole[] = Object.freeze(["relay", "keeper", "proxy", "accessor", "copier", "network", "egress", "volume"]);
 
 /**
  * Where `observed` differs from this record's resource of `role` — its name, each label
