@@ -1,5 +1,5 @@
-// The newcomer's path, straight from README.md: the hello-world and Ctrl-C blocks are cut
-// out of the README itself, written into a scratch directory outside the repository, linked
+// The newcomer's path, straight from the docs: the hello-world block (README.md) and the
+// Ctrl-C block (docs/recovery.md) are cut out of the pages themselves, written into a scratch directory outside the repository, linked
 // to this checkout the way Install says, and run with the README's own command line on
 // this lane's runtime (Node, Deno with exactly the documented flags, or Bun) against the
 // lane's engine. README and test cannot drift apart: change one and the other follows or
@@ -16,17 +16,18 @@ import { resourcesOf } from "./_namespace.ts";
 import { DEFAULT_OPEN_NAMESPACE } from "../../lib/docker/open_sandbox.ts";
 
 const repository = await realpath(fileURLToPath(new URL("../../", import.meta.url)));
-const readme = await readFile(join(repository, "README.md"), "utf8");
+// The hello world is in the README, the Ctrl-C program in the recovery page.
+const readme = await readFile(join(repository, "README.md"), "utf8") + await readFile(join(repository, "docs", "recovery.md"), "utf8");
 const runtime = (globalThis as { Deno?: unknown }).Deno !== undefined
   ? "deno"
   : (globalThis as { Bun?: unknown }).Bun !== undefined
   ? "bun"
   : "node";
 
-/** The fenced block right after `<!-- newcomer-test: name -->` in README.md. */
+/** The fenced block right after `<!-- newcomer-test: name -->` in README.md or docs/recovery.md. */
 function block(name: string): string {
   const match = new RegExp(`<!-- newcomer-test: ${name} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\\n\`\`\`\\n`, "u").exec(readme);
-  assert.ok(match, `README.md has no block marked newcomer-test: ${name}`);
+  assert.ok(match, `README.md and docs/recovery.md have no block marked newcomer-test: ${name}`);
   return match[1];
 }
 
