@@ -10,6 +10,7 @@ import type { DockerEngine } from "../../engine/client.ts";
 import { inspectContainer } from "../../engine/containers.ts";
 import { inspectExec } from "../../engine/exec.ts";
 import { isNotFound, unansweredError } from "../_engine_errors.ts";
+import { keeperStoppedError } from "../keeper/keeper_stopped.ts";
 
 /** What the observer needs of its sandbox. */
 export interface ExitObserverHost {
@@ -50,17 +51,23 @@ export type ObservedExit =
  */
 export async function checkKeeper(host: ExitObserverHost): Promise<"running" | "exited" | "removed" | "unknown"> {
   let state: "exited" | "removed";
+  let oomKilled = false;
   try {
     const keeper = await inspectContainer(host.engine, host.keeperId, { timeoutMs: host.policy.deadlines.cleanupMs });
     // One being removed (`docker rm -f` after its kill) is gone too.
     if (keeper.State.Status === "removing") state = "removed";
     else if (keeper.State.Running) return "running";
     else state = "exited";
+    oomKilled = keeper.State.OOMKilled === true;
   } catch (error) {
     if (!isNotFound(error)) return "unknown";
     state = "removed";
   }
-  host.stopFor(new SandboxStoppedError(`Cannot continue: the keeper container ${state === "exited" ? "exited" : "was removed"}`)).catch(() => {});
+  // The same causes as the sandbox's keeper watch gives, whichever notices first.
+  const cause = state === "exited"
+    ? keeperStoppedError(oomKilled, host.policy.resources.memoryBytes)
+    : new SandboxStoppedError("Cannot continue: the keeper container was removed from outside");
+  host.stopFor(cause).catch(() => {});
   return state;
 }
 
