@@ -11,7 +11,8 @@
  *
  * @module
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 
 /** What the stand-in is asked to make the agent do. */
 export interface StandInScript {
@@ -26,8 +27,20 @@ export interface StandInScript {
 /** A running stand-in: its port (on 0.0.0.0), the requests it answered, and its close. */
 export interface StandIn {
   readonly port: number;
-  readonly requests: { readonly path: string; readonly tools: boolean; readonly toolResult: boolean }[];
+  /** Each request: its path, whether it offered the `Write` tool or carried a tool result, and its `x-api-key` and `authorization` fields. */
+  readonly requests: {
+    readonly path: string;
+    readonly tools: boolean;
+    readonly toolResult: boolean;
+    readonly apiKey: string | undefined;
+    readonly authorization: string | undefined;
+  }[];
   close(): Promise<void>;
+}
+
+/** How the stand-in listens: plain HTTP, or HTTPS with this key and certificate (PEM). */
+export interface StandInOptions {
+  readonly tls?: { readonly key: string; readonly cert: string };
 }
 
 function sse(event: string, data: unknown): string {
@@ -51,11 +64,12 @@ function events(model: string, block: Record<string, unknown>, delta: Record<str
  * Start the stand-in on `0.0.0.0` (a random port).
  *
  * @param script What the agent is made to do.
+ * @param options `tls` to listen with HTTPS.
  * @returns The running stand-in.
  */
-export async function startStandIn(script: StandInScript): Promise<StandIn> {
+export async function startStandIn(script: StandInScript, options: StandInOptions = {}): Promise<StandIn> {
   const requests: StandIn["requests"][number][] = [];
-  const server: Server = createServer(async (request, response) => {
+  const answer = async (request: IncomingMessage, response: ServerResponse) => {
     let body = "";
     for await (const chunk of request) body += chunk;
     let parsed: { model?: string; stream?: boolean; tools?: unknown[]; messages?: { content?: unknown }[] } = {};
@@ -65,7 +79,11 @@ export async function startStandIn(script: StandInScript): Promise<StandIn> {
     const path = request.url ?? "";
     const toolResult = JSON.stringify(parsed.messages ?? []).includes('"tool_result"');
     const tools = Array.isArray(parsed.tools) && parsed.tools.some((tool) => (tool as { name?: string }).name === "Write");
-    requests.push({ path, tools, toolResult });
+    const field = (name: string) => {
+      const value = request.headers[name];
+      return Array.isArray(value) ? value.join(", ") : value;
+    };
+    requests.push({ path, tools, toolResult, apiKey: field("x-api-key"), authorization: field("authorization") });
     if (request.method !== "POST" || !path.startsWith("/v1/messages")) {
       response.writeHead(404, { "content-type": "application/json" }).end('{"type":"error","error":{"type":"not_found_error","message":"stand-in"}}');
       return;
@@ -89,7 +107,8 @@ export async function startStandIn(script: StandInScript): Promise<StandIn> {
       return;
     }
     response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" }).end(stream);
-  });
+  };
+  const server: Server = options.tls === undefined ? createServer(answer) : createTlsServer(options.tls, answer);
   await new Promise<void>((resolve) => server.listen(0, "0.0.0.0", resolve));
   const address = server.address();
   const port = typeof address === "object" && address !== null ? address.port : 0;

@@ -7,8 +7,9 @@
 #    and `deno test --doc` over the public modules (every @example runs or says why not).
 # 3. Provisions a private test engine (scripts/test-engine.sh) unless
 #    AGENTCELL_TEST_ENGINE=unix:///abs/path.sock names one, the guest images
-#    (scripts/guest-images.sh) and Debian's headless Chromium (scripts/test-browser.sh,
-#    AGENTCELL_TEST_BROWSER); stops the engine afterwards if this run started it.
+#    (scripts/guest-images.sh), Debian's headless Chromium (scripts/test-browser.sh,
+#    AGENTCELL_TEST_BROWSER) and the pinned ACP agent from npm (scripts/acp-agent.sh,
+#    AGENTCELL_TEST_ACP_AGENT_DIR); stops the engine afterwards if this run started it.
 # 4. Runs tests/unit and tests/engine under each runtime, prints a closing line per runtime
 #    and lane and a final `N passed, N failed` line. An engine lane that ran no test, or
 #    skipped one, fails the run.
@@ -89,6 +90,9 @@ case " $LANES " in
     # The real browser of the port forward test (Debian's headless Chromium).
     AGENTCELL_TEST_BROWSER=$(bash scripts/test-browser.sh) || { echo "cannot provision the headless browser"; exit 1; }
     export AGENTCELL_TEST_BROWSER
+    # The real third-party ACP agent of the bridge test (pinned, from the npm registry).
+    AGENTCELL_TEST_ACP_AGENT_DIR=$(bash scripts/acp-agent.sh) || { echo "cannot provision the ACP agent"; exit 1; }
+    export AGENTCELL_TEST_ACP_AGENT_DIR
     echo "engine $AGENTCELL_TEST_ENGINE; busybox guest $AGENTCELL_TEST_BUSYBOX_IMAGE; node guest $AGENTCELL_TEST_NODE_IMAGE; datasets $AGENTCELL_TEST_DATASET_IMAGE $AGENTCELL_TEST_FOREIGN_DATASET_IMAGE"
     ;;
 esac

@@ -10,6 +10,7 @@ import type { DockerEngine } from "../../lib/engine/client.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
 import type { DockerSandboxBackendConfig } from "../../lib/docker/config.ts";
+import type { DockerSandboxStartOptions } from "../../lib/docker/egress/secrets.ts";
 import type { DockerSandboxDataset } from "../../lib/docker/datasets/configuration.ts";
 import type { SandboxResourceNames } from "../../lib/docker/names.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
@@ -60,17 +61,17 @@ export async function withBackend(
 }
 
 /**
- * Start a sandbox, run `fn`, destroy it, and check its exact resources are gone; `config`
- * overrides fields of the backend's configuration, `via` is the endpoint the backend talks
+ * Start a sandbox (with `start`'s options: secrets, say), run `fn`, destroy it, and check its
+ * exact resources are gone; `config` overrides fields of the backend's configuration, `via` is the endpoint the backend talks
  * to (default: the lane's engine; a fault proxy in front of it, say).
  */
 export async function withSandbox(
   engine: DockerEngine,
   fn: (sandbox: DockerSandbox) => Promise<void>,
-  options: { policy?: SandboxPolicyInput; image?: string; config?: Partial<DockerSandboxBackendConfig>; via?: string } = {},
+  options: { policy?: SandboxPolicyInput; image?: string; config?: Partial<DockerSandboxBackendConfig>; via?: string; start?: DockerSandboxStartOptions } = {},
 ): Promise<void> {
   await withBackend(async (backend) => {
-    const sandbox = await backend.reserve({ policy: options.policy ?? testPolicy }, recordingPort()).start();
+    const sandbox = await backend.reserve({ policy: options.policy ?? testPolicy }, recordingPort()).start(options.start);
     try {
       await fn(sandbox);
     } finally {
