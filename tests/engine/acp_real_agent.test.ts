@@ -57,8 +57,11 @@ engineTest("A real ACP agent from npm (claude-agent-acp) writes a file in the sa
       await sandbox.run("/bin/mkdir", ["-p", "/workspace/work/out"]);
       const asked: string[] = [];
       const session = await startAcpSession(sandbox, {
-        executable: "/usr/local/bin/node",
-        args: ["agent/node_modules/@zed-industries/claude-agent-acp/dist/index.js"],
+        // Without the proxy variables: claude-agent-acp 0.23.1's HTTP client fails every request
+        // with UND_ERR_INVALID_ARG when it sees HTTP(S)_PROXY (measured); the route is reached
+        // directly at its base URL, which NO_PROXY names anyway.
+        executable: "/bin/sh",
+        args: ["-c", 'unset HTTP_PROXY HTTPS_PROXY http_proxy https_proxy; exec /usr/local/bin/node agent/node_modules/@zed-industries/claude-agent-acp/dist/index.js'],
         env: { CLAUDE_CODE_SHELL: "/bin/sh", DISABLE_TELEMETRY: "1", DISABLE_ERROR_REPORTING: "1", DISABLE_AUTOUPDATER: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" },
         maxBufferedOutputBytes: 16 * 1024 * 1024,
       }, {
@@ -82,7 +85,6 @@ engineTest("A real ACP agent from npm (claude-agent-acp) writes a file in the sa
       assert.equal(await turn.stopReason, "end_turn", `${[...kinds].join(", ")}\n${session.stderrTail}`);
       assert.ok(kinds.has("tool_call"), `the agent called its tool: ${[...kinds].join(", ")}`);
       assert.ok(asked.some((title) => /^Write /u.test(title)), `the agent asked to write: ${JSON.stringify(asked)}`);
-      await session.close();
       assert.equal(new TextDecoder().decode(await sandbox.readFile("work/out/hello.txt")), "hello from a real ACP agent\n");
 
       // Every model request came through the route with the secret; the agent held only the placeholder.
@@ -92,6 +94,10 @@ engineTest("A real ACP agent from npm (claude-agent-acp) writes a file in the sa
       const environs = await sandbox.run("/bin/sh", ["-c", "for p in /proc/[0-9]*; do cat $p/environ; echo; done 2>/dev/null; env"]);
       assert.ok(environs.stdoutText.includes(`ANTHROPIC_API_KEY=${PLACEHOLDER}`));
       assert.ok(!environs.stdoutText.includes(SECRET), "no guest environment holds the secret");
+      // Closing the session stops compute (the files stay for export).
+      const closed = await session.close();
+      assert.notEqual(closed.exit.kind, "unavailable", JSON.stringify(closed.exit));
+      assert.equal(sandbox.state, "stopped");
     }, { policy, image: nodeImage, config: { proxyImageDigest: nodeImage }, start: { secrets: { anthropic: SECRET } } });
   } finally {
     await standIn.close();
