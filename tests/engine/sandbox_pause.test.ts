@@ -106,3 +106,15 @@ engineTest("DockerSandbox paused when its controller died: recover() removes the
     await assertNothingLeft(engine, record);
   });
 });
+
+engineTest("unpauseAll counts a container the Engine says is not paused as thawed (a relay made while a pause ran was never frozen)", async (engine) => {
+  const { unpauseAll } = await import("../../lib/docker/snapshots/pause.ts");
+  await withSandbox(engine, async (sandbox) => {
+    // The keeper runs, unfrozen: the Engine answers 500 "… is not paused".
+    await unpauseAll(engine, [sandbox.resources.keeperId], 5_000);
+    await sandbox.pause();
+    await sandbox.resume();
+    assert.equal(sandbox.state, "running");
+    assert.equal((await sandbox.run("/bin/echo", ["thawed"])).stdoutText, "thawed\n");
+  });
+});

@@ -95,7 +95,9 @@ export async function settleLaunches(engine: DockerEngine, id: string, timeoutMs
 
 /**
  * Thaw `ids` in the reverse of pause order. Every container is tried; the first failure is
- * thrown after the others were tried.
+ * thrown after the others were tried. One the Engine says is not paused counts as thawed: a
+ * sidecar made while the pause ran (the port relay of a `connect()` already under way) was
+ * never frozen, and a resume must not stay stuck on it.
  *
  * @param engine the Engine
  * @param ids containers in pause order (see {@linkcode computeContainers})
@@ -105,7 +107,11 @@ export async function settleLaunches(engine: DockerEngine, id: string, timeoutMs
 export async function unpauseAll(engine: DockerEngine, ids: readonly string[], timeoutMs: number): Promise<void> {
   let failure: { error: unknown } | undefined;
   for (const id of [...ids].reverse()) {
-    await unpauseContainer(engine, id, { timeoutMs }).catch((error) => void (failure ??= { error }));
+    await unpauseContainer(engine, id, { timeoutMs }).catch((error) => {
+      // The Engine answers 409 or 500 "Container <id> is not paused" (Engine API v1.44).
+      if (error instanceof DockerEngineError && /is not paused/u.test(error.engineMessage ?? error.message)) return;
+      failure ??= { error };
+    });
   }
   if (failure !== undefined) throw failure.error;
 }
