@@ -2,7 +2,7 @@
 // record of its own; reserve({ workspace: { from } }) → forks that start as its tree and stay
 // independent; removeSnapshot() leaves forks alone; a half-made snapshot is recovered.
 import assert from "node:assert/strict";
-import { SandboxConfigurationError, SandboxStateError, SandboxUnsupportedError } from "../../lib/sandbox/errors.ts";
+import { SandboxConfigurationError, SandboxQuotaError, SandboxStateError, SandboxUnsupportedError } from "../../lib/sandbox/errors.ts";
 import { inspectContainer } from "../../lib/engine/containers.ts";
 import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
@@ -203,6 +203,16 @@ engineTest("DockerWorkspaceSnapshot export → importSnapshot → fork sees the 
       const again = new Uint8Array(await new Response(await snapshot.export()).arrayBuffer());
       assert.ok(again.length > 300 * 1024);
       assert.equal(snapshot.record.resources.copier?.state, "removed");
+      // A byte bound on each side (a sparse file travels at its full length).
+      await assert.rejects(
+        new Response(await snapshot.export({ maxBytes: 1024 })).arrayBuffer(),
+        (error) => error instanceof SandboxQuotaError && /^Cannot export snapshot: \S+ would take its files past 1024 bytes \(options\.maxBytes\); pass a larger options\.maxBytes$/u.test(error.message),
+      );
+      await assert.rejects(snapshot.export({ maxBytes: -1 }), (error) => error instanceof SandboxConfigurationError && /options\.maxBytes must be a non-negative safe integer/u.test(error.message));
+      await assert.rejects(
+        world.fresh().importSnapshot(await snapshot.export(), store, { maxBytes: 1024 }),
+        (error) => error instanceof SandboxQuotaError && /^Cannot import snapshot: \S+ would take its files past 1024 bytes/u.test(error.message),
+      );
 
       await sh(source, "ln -s bin t/link");
       const linked = await source.snapshot();

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { SandboxConfigurationError, type SandboxError } from "../../sandbox/errors.ts";
+import { SandboxConfigurationError, type SandboxError, SandboxQuotaError } from "../../sandbox/errors.ts";
 import type { DockerEngine } from "../../engine/client.ts";
 import { getContainerArchive, putContainerArchive } from "../../engine/container_archive.ts";
 import type { TarEntry } from "../../tar/entry.ts";
@@ -44,6 +44,25 @@ export interface DockerSnapshotTransferOptions {
    * `config.spillDirectory` (as `exportTree`'s option). @default 65536
    */
   readonly maxInMemoryPaths?: number;
+  /**
+   * Most bytes of file content the transfer carries (a non-negative safe integer): past it
+   * the stream errors with `SandboxQuotaError` before the entry that would cross it. A sparse
+   * file counts at its full length, as it travels. @default `config.defaultExportQuota.bytes`,
+   * or none when that is unset
+   */
+  readonly maxBytes?: number;
+}
+
+/** The byte bound of a transfer and where it comes from (for the message). */
+function byteBound(home: SnapshotHome, options: DockerSnapshotTransferOptions, action: string): { bytes: number; source: string } | undefined {
+  if (options.maxBytes !== undefined) {
+    if (!Number.isSafeInteger(options.maxBytes) || options.maxBytes < 0) {
+      throw new SandboxConfigurationError(`Cannot ${action}: options.maxBytes must be a non-negative safe integer (bytes); got ${String(options.maxBytes)}`);
+    }
+    return { bytes: options.maxBytes, source: "options.maxBytes" };
+  }
+  const fallback = home.settings.defaultExportQuota?.bytes;
+  return fallback === undefined ? undefined : { bytes: fallback, source: "config.defaultExportQuota.bytes, which applies when options.maxBytes is not set" };
 }
 
 function copierContext(home: SnapshotHome, log: RecoveryLog): CopierContext {
@@ -71,13 +90,22 @@ async function* relativeEntries(
   root: string | undefined,
   owner: { uid: number; gid: number } | undefined,
   mapError: (error: unknown, path: string | undefined) => unknown,
+  bound?: { readonly bytes: number; readonly source: string; readonly action: string },
 ): AsyncGenerator<TarWriterEntry> {
   let last: string | undefined;
+  let carried = 0;
   try {
     for await (const entry of entries) {
       last = entry.path;
       if (root !== undefined && entry.path === root) continue;
       const path = root === undefined ? entry.path : entry.path.slice(root.length + 1);
+      if (bound !== undefined && entry.type === "file" && carried + entry.size > bound.bytes) {
+        await entry.body?.cancel().catch(() => {});
+        throw new SandboxQuotaError(
+          `Cannot ${bound.action}: ${path} would take its files past ${bound.bytes} bytes (${bound.source}); pass a larger options.maxBytes`,
+        );
+      }
+      carried += entry.type === "file" ? entry.size : 0;
       yield rewritten(entry, path, owner);
     }
   } catch (error) {
@@ -99,6 +127,7 @@ export async function exportSnapshot(
   onEnd: () => void = () => {},
 ): Promise<ReadableStream<Uint8Array>> {
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const bound = byteBound(home, options, "export snapshot");
   log.bound(() => ({ timeoutMs }));
   const holder = await holdVolume(copierContext(home, log), log.record.identity.names.volume, "read", timeoutMs);
   let archive: ReadableStream<Uint8Array>;
@@ -113,7 +142,7 @@ export async function exportSnapshot(
   const root = holder.path.slice(holder.path.lastIndexOf("/") + 1);
   const mapError = (error: unknown, path: string | undefined): SandboxError =>
     error instanceof TarError ? exportTarError(error, "export snapshot", path) : asSandboxError(error, "export snapshot");
-  return settledBy(writeTar(relativeEntries(entries, root, undefined, mapError)), async () => {
+  return settledBy(writeTar(relativeEntries(entries, root, undefined, mapError, bound && { ...bound, action: "export snapshot" })), async () => {
     await entries.cancel().catch(() => {});
     // A failed removal leaves the holder recorded: removeSnapshot() or recover() takes it.
     await holder.remove().catch(() => {});
@@ -167,6 +196,7 @@ export async function importSnapshotTree(
   options: DockerSnapshotTransferOptions = {},
 ): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const bound = byteBound(home, options, "import snapshot");
   const holder = await holdVolume(copierContext(home, log), volume, "write", timeoutMs);
   try {
     const entries = readTar(tar, { spillDirectory: home.settings.spillDirectory, maxInMemoryPaths: options.maxInMemoryPaths });
@@ -178,7 +208,7 @@ export async function importSnapshotTree(
       return refused;
     };
     try {
-      await putContainerArchive(home.engine, holder.id, holder.path, writeTar(relativeEntries(entries, undefined, owner, mapError)));
+      await putContainerArchive(home.engine, holder.id, holder.path, writeTar(relativeEntries(entries, undefined, owner, mapError, bound && { ...bound, action: "import snapshot" })));
     } catch (error) {
       throw refused ?? asSandboxError(error, "import snapshot");
     }
