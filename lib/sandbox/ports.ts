@@ -225,14 +225,30 @@ export interface SandboxForwardOptions {
   readonly maxBytesPerConnection?: number;
   /** Most events kept unread (oldest dropped first), 1 … 65,536. @default 1024 */
   readonly eventCapacity?: number;
+  /**
+   * Once the host client ended its side (FIN), how long the guest has to end its own,
+   * milliseconds, 1 … 3,600,000; then the connection is reset and reported `closed` with
+   * `reason: "half_close_timeout"`. Bounds how long a guest server that never ends (or a
+   * client that left) holds one of the forward's places.
+   *
+   * @default 30000
+   */
+  readonly halfCloseTimeoutMs?: number;
 }
 
 /** Defaults of {@linkcode SandboxForwardOptions}. */
-export const DEFAULT_FORWARD_OPTIONS: { readonly hostname: string; readonly port: number; readonly maxConnections: number; readonly eventCapacity: number } = Object.freeze({
+export const DEFAULT_FORWARD_OPTIONS: {
+  readonly hostname: string;
+  readonly port: number;
+  readonly maxConnections: number;
+  readonly eventCapacity: number;
+  readonly halfCloseTimeoutMs: number;
+} = Object.freeze({
   hostname: "127.0.0.1",
   port: 0,
   maxConnections: 16,
   eventCapacity: 1024,
+  halfCloseTimeoutMs: 30_000,
 });
 
 /** Largest `maxConnections` of a forward, and of a sandbox's connections at once: 64. */
@@ -244,6 +260,7 @@ const forwardOptionsSchema = z.strictObject({
   maxConnections: integerFrom(1, MAX_SANDBOX_CONNECTIONS, "connections").optional(),
   maxBytesPerConnection: integerFrom(1, Number.MAX_SAFE_INTEGER, "bytes").optional(),
   eventCapacity: integerFrom(1, 65_536, "events").optional(),
+  halfCloseTimeoutMs: integerFrom(1, 3_600_000, "ms").optional(),
 });
 
 /** Validated forward options. */
@@ -254,6 +271,7 @@ export interface NormalizedForwardOptions {
   readonly maxConnections: number;
   readonly maxBytesPerConnection: number | undefined;
   readonly eventCapacity: number;
+  readonly halfCloseTimeoutMs: number;
 }
 
 /**
@@ -271,6 +289,7 @@ export function normalizeForward(port: unknown, options: unknown, action: string
     maxConnections: parsed.maxConnections ?? DEFAULT_FORWARD_OPTIONS.maxConnections,
     maxBytesPerConnection: parsed.maxBytesPerConnection,
     eventCapacity: parsed.eventCapacity ?? DEFAULT_FORWARD_OPTIONS.eventCapacity,
+    halfCloseTimeoutMs: parsed.halfCloseTimeoutMs ?? DEFAULT_FORWARD_OPTIONS.halfCloseTimeoutMs,
   };
 }
 
@@ -281,7 +300,9 @@ export function normalizeForward(port: unknown, options: unknown, action: string
  *   forward's bound), `guest_refused` (nothing listens on the guest port), `sandbox_busy`
  *   (the sandbox's own connection bound) or `failed` (anything else, in `message`);
  * - `closed`: an opened connection ended — `reason` `done` (both sides ended), `max_bytes`,
- *   `reset` (either side reset or failed), `forward_closed` or `sandbox_stopped`.
+ *   `reset` (either side reset or failed), `half_close_timeout` (the guest did not end its
+ *   side within `halfCloseTimeoutMs` of the host client's end), `forward_closed` or
+ *   `sandbox_stopped`.
  */
 export interface SandboxForwardEvent {
   /** What happened. */

@@ -176,3 +176,30 @@ engineTest("DockerSandbox.stop() with 10 connections open ends each with the sto
     await assert.rejects(sandbox.connect(7000), SandboxStoppedError);
   }, { image: nodeImage });
 });
+
+engineTest("DockerSandbox.forwardPort: a guest server that never ends its side is reset halfCloseTimeoutMs after the host client ended, and its place is free again", async (engine) => {
+  await withPortSandbox(engine, async (sandbox) => {
+    // Reads, never answers, never ends: a host client's FIN would otherwise hold the place forever.
+    await startNodeServer(sandbox, `require("node:net").createServer({ allowHalfOpen: true }, (s) => { s.on("data", () => {}); s.on("error", () => {}); }).listen(Number(process.argv[1]), "127.0.0.1");`, 7300);
+    await assert.rejects(sandbox.forwardPort(7300, { halfCloseTimeoutMs: 0 }), (error) => error instanceof SandboxConfigurationError && /options\.halfCloseTimeoutMs/u.test(error.message));
+    await using forward = await sandbox.forwardPort(7300, { maxConnections: 1, halfCloseTimeoutMs: 300 });
+    const events = forward.events[Symbol.asyncIterator]();
+    const next = async () => (await events.next()).value!;
+    const visit = () => {
+      const client = netConnect({ host: "127.0.0.1", port: forward.port, allowHalfOpen: true });
+      client.on("error", () => {});
+      client.on("connect", () => client.end("hello"));
+      return client;
+    };
+    const first = visit();
+    assert.equal((await next()).event, "opened");
+    const closed = await next();
+    assert.equal(closed.event, "closed");
+    assert.equal(closed.reason, "half_close_timeout");
+    assert.equal(closed.message, "Cannot relay port 7300: the guest did not end its side within 300 ms of the host client's end (options.halfCloseTimeoutMs)");
+    first.destroy();
+    const second = visit();
+    assert.equal((await next()).event, "opened", "the place is free again");
+    second.destroy();
+  }, { image: nodeImage });
+});

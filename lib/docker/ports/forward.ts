@@ -72,6 +72,8 @@ export class DockerPortForward implements SandboxPortForward {
   readonly maxConnections: number;
   /** Most bytes per connection, both ways; `undefined`: unbounded. */
   readonly maxBytes: number | undefined;
+  /** How long the guest has to end its side after the host client ended its own, ms. */
+  readonly halfCloseTimeoutMs: number;
   readonly #connect: RelayConnector;
 
   /** @internal made by {@linkcode forwardRelayed} */
@@ -82,7 +84,9 @@ export class DockerPortForward implements SandboxPortForward {
     maxBytes: number | undefined,
     capacity: number,
     connect: RelayConnector,
+    halfCloseTimeoutMs: number,
   ) {
+    this.halfCloseTimeoutMs = halfCloseTimeoutMs;
     this.guestPort = guestPort;
     this.maxConnections = maxConnections;
     this.maxBytes = maxBytes;
@@ -146,7 +150,17 @@ export class DockerPortForward implements SandboxPortForward {
     this.events.push({ event: "opened", connection, peer });
     const up = host.readable.pipeTo(guest.writable);
     const down = guest.readable.pipeTo(host.writable);
+    // Once the host client ended its side, the guest has halfCloseTimeoutMs to end its own.
+    let halfClosed = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    up.then(() => {
+      timer = setTimeout(() => {
+        halfClosed = true;
+        guest.fail(new SandboxConnectionError("reset", `Cannot relay port ${this.guestPort}: the guest did not end its side within ${this.halfCloseTimeoutMs} ms of the host client's end (options.halfCloseTimeoutMs)`));
+      }, this.halfCloseTimeoutMs);
+    }, () => {});
     const outcomes = await Promise.allSettled([up, down]);
+    clearTimeout(timer);
     const failed = outcomes.find((outcome) => outcome.status === "rejected") as PromiseRejectedResult | undefined;
     const failure = guest.failure ?? failed?.reason;
     if (failure !== undefined) {
@@ -158,6 +172,8 @@ export class DockerPortForward implements SandboxPortForward {
     }
     const ended = failure === undefined
       ? { reason: "done" }
+      : halfClosed
+      ? { reason: "half_close_timeout", message: (failure as Error).message }
       : this.#ending && !(failure instanceof SandboxQuotaError) && !(failure instanceof SandboxError && failure.code === "stopped")
       ? { reason: this.#ending }
       : endReason(failure);
@@ -223,5 +239,5 @@ export async function forwardRelayed(
   } catch (error) {
     throw listenError(error, action, request.hostname, request.port);
   }
-  return new DockerPortForward(listener, request.guestPort, request.maxConnections, request.maxBytesPerConnection, request.eventCapacity, connect);
+  return new DockerPortForward(listener, request.guestPort, request.maxConnections, request.maxBytesPerConnection, request.eventCapacity, connect, request.halfCloseTimeoutMs);
 }
