@@ -32,7 +32,9 @@ function backendOf(record: DockerSandboxRecoveryRecord, directory: string): Dock
     imageDigest: identity.imageDigest,
     ...(identity.userRange === undefined ? { user: identity.user } : { userRange: identity.userRange }),
     keeperUser: identity.keeperUser,
-    ...(identity.proxyImageDigest === undefined ? {} : { proxyImageDigest: identity.proxyImageDigest }),
+    // config.proxyImageDigest: recorded as relayImageDigest whenever configured (the port
+    // relay runs it), and as proxyImageDigest too for an allowlist sandbox.
+    ...(identity.relayImageDigest ?? identity.proxyImageDigest) === undefined ? {} : { proxyImageDigest: identity.relayImageDigest ?? identity.proxyImageDigest },
     spillDirectory: directory,
   });
 }

@@ -11,7 +11,7 @@ import process from "node:process";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { reclaim } from "../../lib/cli/_reclaim.ts";
-import { busyboxImage, endpoint, engineTest, eventually, runtimeCommand } from "./_engine.ts";
+import { busyboxImage, endpoint, engineTest, eventually, nodeImage, runtimeCommand } from "./_engine.ts";
 import { assertNamespaceEmpty, resourcesOf } from "./_namespace.ts";
 import { Screen } from "./_screen.ts";
 
@@ -134,6 +134,21 @@ engineTest("agentcell reclaim after a SIGKILLed run leaves 0 resources", async (
     assert.match(result.stdout, /^reclaimed [0-9a-f]{32}: removed (\w+, )*keeper(, \w+)*\n1 reclaimed, 0 pending, 0 refused\n$/u);
     assert.deepEqual(await resourcesOf(engine, namespace), []);
     assert.deepEqual(await readdir(records), []);
+  });
+}, { timeout: 180_000 });
+
+engineTest("agentcell reclaim takes the record of a SIGKILLed program whose backend set config.proxyImageDigest (the port relay's image)", async (engine) => {
+  await withRecords(async (records, namespace) => {
+    // A program of its own (tests/engine/_proxy_image_child.ts): a backend with the helper
+    // image, one sandbox, then SIGKILL.
+    const [command, base] = runtimeCommand(fileURLToPath(new URL("./_proxy_image_child.ts", import.meta.url)));
+    const args = [records, namespace, join(dirname(records), "spill"), endpoint!, busyboxImage, nodeImage];
+    await new Promise<void>((resolve) => execFile(command, [...base, ...args], () => resolve()));
+    assert.notDeepEqual(await resourcesOf(engine, namespace), [], "the killed program left its sandbox");
+    const result = await agentcell(["reclaim", records]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /^reclaimed [0-9a-f]{32}: removed (\w+, )*keeper(, \w+)*\n1 reclaimed, 0 pending, 0 refused\n$/u);
+    assert.deepEqual(await resourcesOf(engine, namespace), []);
   });
 }, { timeout: 180_000 });
 
