@@ -98,6 +98,12 @@ engineTest("DockerSandbox.connect to a port nothing listens on fails with Sandbo
       assert.match(error.message, /^Cannot connect to port 80 in the sandbox: the port relay needs the backend's helper image: set config\.proxyImageDigest/);
       return true;
     });
+    // A forward that could never relay is refused at once, before it listens.
+    await assert.rejects(sandbox.forwardPort(80), (error: unknown) => {
+      assert.ok(error instanceof SandboxConfigurationError);
+      assert.match(error.message, /^Cannot forward port 80 of the sandbox: the port relay needs the backend's helper image: set config\.proxyImageDigest/);
+      return true;
+    });
   });
 });
 

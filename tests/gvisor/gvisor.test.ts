@@ -161,6 +161,11 @@ engineTest("gVisor sandbox connect() is refused with SandboxUnsupportedError bef
       assert.match(error.message, /^Cannot connect to port 8080 in the sandbox: the sandbox runs under gVisor \(runsc\)/);
       return true;
     });
+    await assert.rejects(sandbox.forwardPort(8080), (error: unknown) => {
+      assert.ok(error instanceof SandboxUnsupportedError);
+      assert.match(error.message, /^Cannot forward port 8080 of the sandbox: the sandbox runs under gVisor \(runsc\)/);
+      return true;
+    });
     await assert.rejects(engine.request("GET", `/containers/${sandbox.names.relay}/json`), (error: unknown) => (error as { code?: string }).code === "not_found");
   }, { policy, config: { ...config, proxyImageDigest: nodeImage } });
 });

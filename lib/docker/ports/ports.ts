@@ -55,7 +55,10 @@ export class DockerSandboxPorts {
 
   /** See `SandboxPorts.forwardPort`. */
   async forwardPort(port: number, options?: SandboxForwardOptions): Promise<SandboxPortForward> {
-    const forward = await forwardRelayed((target, connectOptions) => this.connect(target, connectOptions), port, options, this.#host.assertRunning);
+    const forward = await forwardRelayed((target, connectOptions) => this.connect(target, connectOptions), port, options, (action) => {
+      this.#host.assertRunning(action);
+      this.#relay.assertPossible(action);
+    });
     this.#forwards.add(forward);
     forward.closed.finally(() => this.#forwards.delete(forward)).catch(() => {});
     if (this.#stopping.aborted) void forward.end("sandbox_stopped");

@@ -96,10 +96,17 @@ export class SandboxRelay {
     return this.#task;
   }
 
-  async #create(action: string, timeoutMs: number): Promise<RelayChannel> {
+  /**
+   * Throw when this sandbox can have no relay at all: no helper image, or gVisor. Checked
+   * before a relay is made, and by `forwardPort()` before it listens (so a forward that could
+   * never relay is refused at once, not on each connection).
+   *
+   * @throws {SandboxConfigurationError} without `config.proxyImageDigest`
+   * @throws {SandboxUnsupportedError} under gVisor
+   */
+  assertPossible(action: string): void {
     const context = this.#context;
-    const { engine, log } = context;
-    if (context.imageDigest === undefined || log.record.identity.relayImageDigest === undefined) {
+    if (context.imageDigest === undefined || context.log.record.identity.relayImageDigest === undefined) {
       throw new SandboxConfigurationError(
         `Cannot ${action}: the port relay needs the backend's helper image: set config.proxyImageDigest to the exact ID of a local image with Node.js 23.6 or newer as node`,
       );
@@ -109,6 +116,12 @@ export class SandboxRelay {
         `Cannot ${action}: the sandbox runs under gVisor (runsc), whose guest sockets live in its own network stack, which a relay container cannot join; use a runc profile to reach guest servers`,
       );
     }
+  }
+
+  async #create(action: string, timeoutMs: number): Promise<RelayChannel> {
+    const context = this.#context;
+    const { engine, log } = context;
+    this.assertPossible(action);
     const startedAt = Date.now();
     const remaining = () => {
       const left = timeoutMs - (Date.now() - startedAt);
@@ -123,7 +136,7 @@ export class SandboxRelay {
       await removeRecorded(engine, log, "relay", { timeoutMs: context.cleanupMs });
     }
     const spec: RelaySpec = {
-      imageDigest: context.imageDigest,
+      imageDigest: context.imageDigest!, // (assertPossible above)
       user: context.user,
       program: await programSource(new URL("./relay_program.ts", import.meta.url), action, "the port relay program"),
       keeperId: context.keeperId,
