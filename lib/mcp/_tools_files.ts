@@ -32,9 +32,10 @@ const LIST_SCRIPT = [
   "for f in * .*; do",
   '  case "$f" in .|..) continue ;; esac',
   '  if [ -L "$f" ]; then t=l; elif [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; elif [ -e "$f" ]; then t=o; else continue; fi',
-  '  n=$((n + 1)); if [ "$n" -gt "$2" ]; then echo more; exit 0; fi',
+  '  n=$((n + 1)); if [ "$n" -gt "$2" ]; then printf "more\\0"; exit 0; fi',
   '  s=; if [ "$t" = f ]; then s=$(wc -c < "$f" 2>/dev/null | tr -d " "); fi',
-  '  printf "%s\\t%s\\t%s\\n" "$t" "$s" "$f"',
+  // One record per entry, ended by a NUL: a name may hold any byte but NUL and "/".
+  '  printf "%s\\t%s\\t%s\\0" "$t" "$s" "$f"',
   "done",
 ].join("\n");
 
@@ -68,7 +69,12 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
     },
     annotations: { destructiveHint: true, openWorldHint: false },
   }, toolCall("sandbox_write_file", timeoutMs, log, async (args, call) => {
-    const data = args.encoding === "base64" ? Uint8Array.from(atob(args.content), (char) => char.charCodeAt(0)) : new TextEncoder().encode(args.content);
+    let data: Uint8Array;
+    try {
+      data = args.encoding === "base64" ? Uint8Array.from(atob(args.content), (char) => char.charCodeAt(0)) : new TextEncoder().encode(args.content);
+    } catch {
+      throw new SandboxConfigurationError('Cannot write file: content is not valid base64 (encoding "base64"); give base64 text, or use encoding "utf8"');
+    }
     if (data.byteLength > maxFileBytes) {
       throw new SandboxQuotaError(
         `Cannot write file: content is ${data.byteLength} bytes, above the ${maxFileBytes} bytes this server moves in one call (maxFileBytes in its configuration)`,
@@ -95,11 +101,16 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
       throw new SandboxConfigurationError(`Cannot list directory: /workspace/${path} is not a directory of the sandbox (or it cannot be entered)`);
     }
     if (result.exit.code !== 0) throw new SandboxConfigurationError(`Cannot list directory: the guest's listing failed (exit code ${result.exit.code}): ${result.stderrText.trim()}`);
-    const lines = result.stdoutText.split("\n").filter(Boolean);
-    const more = lines.at(-1) === "more";
-    const rows = (more ? lines.slice(0, -1) : lines).map((line) => {
-      const [type, size, ...name] = line.split("\t");
-      return `${(TYPES[type] ?? type).padEnd(9)} ${size === "" ? "-".padStart(12) : size.padStart(12)} ${name.join("\t")}`;
+    const records = result.stdoutText.split("\0").filter(Boolean);
+    const more = records.at(-1) === "more";
+    const rows = (more ? records.slice(0, -1) : records).map((record) => {
+      const [type = "", size = "", ...rest] = record.split("\t");
+      const name = rest.join("\t");
+      // A name with a control character (a newline, a tab) is shown JSON-quoted, so no name
+      // can forge a row or the TRUNCATED line.
+      // deno-lint-ignore no-control-regex
+      const shown = /[\u0000-\u001f\u007f]/u.test(name) ? JSON.stringify(name) : name;
+      return `${(TYPES[type] ?? type).padEnd(9)} ${size === "" ? "-".padStart(12) : size.padStart(12)} ${shown}`;
     });
     const head = `/workspace/${path}: ${rows.length} entr${rows.length === 1 ? "y" : "ies"}${more ? `, TRUNCATED: only the first ${MAX_MCP_LIST_ENTRIES} shown` : ""}`;
     return [head, ...rows].join("\n");

@@ -66,6 +66,14 @@ engineTest("MCP server: create, run echo hi, write and read a file, list, export
       assert.deepEqual(await call("sandbox_read_file", { sandboxId, path: "work/out/note.txt" }), { text: "hello from the model\n", isError: false });
       const listed = await call("sandbox_list_directory", { sandboxId, path: "work/out" });
       assert.match(listed.text, /^\/workspace\/work\/out: 1 entry\nfile +21 note\.txt$/u);
+      // A name the guest chose with a newline is one row, JSON-quoted (it cannot forge rows).
+      await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", "mkdir -p /workspace/work/odd && : > \"/workspace/work/odd/$(printf 'a\\nmore')\" && : > /workspace/work/odd/plain"] });
+      const odd = await call("sandbox_list_directory", { sandboxId, path: "work/odd" });
+      assert.equal(odd.isError, false, odd.text);
+      assert.match(odd.text, /^\/workspace\/work\/odd: 2 entries\nfile +0 "a\\nmore"\nfile +0 plain$/u);
+      const notBase64 = await call("sandbox_write_file", { sandboxId, path: "work/x", content: "!!!", encoding: "base64" });
+      assert.equal(notBase64.isError, true);
+      assert.match(notBase64.text, /Cannot write file: content is not valid base64 \(encoding "base64"\); give base64 text, or use encoding "utf8"/u);
 
       const listing = await call("sandbox_list");
       assert.match(listing.text, new RegExp(`^1 of at most 1 sandboxes\\n${sandboxId} running `, "u"));
