@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { lstat } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { z } from "zod";
 // @ts-types="@modelcontextprotocol/sdk/server/mcp"
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -144,8 +145,21 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
       );
     }
     const sandbox = sandboxes.get(args.sandboxId);
-    await sandbox.stop();
     const host = join(root, target);
+    // What can be known before the stop is checked before it: the stop cannot be undone.
+    if (await lstat(host).then(() => true, () => false)) {
+      throw new SandboxConfigurationError(`Cannot export files: target ${target} already exists under the export root ${root}; name a new directory`);
+    }
+    if (!(await lstat(dirname(host)).then((stats) => stats.isDirectory(), () => false))) {
+      throw new SandboxConfigurationError(`Cannot export files: the parent of target ${target} is not a directory under the export root ${root}; make it first or name another target`);
+    }
+    if (sandbox.state === "running") {
+      const probe = await sandbox.run("/bin/sh", ["-c", '[ -d "/workspace/$1" ] && [ ! -L "/workspace/$1" ]', "sh", path], { signal: call.signal, timeoutMs: Math.max(1, call.deadlineAt - Date.now()) });
+      if (probe.exit.kind === "exited" && probe.exit.code !== 0) {
+        throw new SandboxConfigurationError(`Cannot export files: /workspace/${path} is not a directory of the sandbox; name one (default work)`);
+      }
+    }
+    await sandbox.stop();
     const entries = await sandbox.exportTree({ kind: "subtree", path }, {
       signal: call.signal,
       deadlineAt: call.deadlineAt,

@@ -2,7 +2,7 @@
 // the SDK's own Client over stdio: the tools and their schemas, a sandbox's whole life,
 // refusals past the operator's authority, a deadline, and reclaiming after a SIGKILL.
 import assert from "node:assert/strict";
-import { readdir, readFile } from "node:fs/promises";
+import { mkdir, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { parseMcpServerConfig } from "../../lib/mcp/config.ts";
@@ -116,6 +116,15 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
         outside.text,
         `[configuration] Cannot export files: target must name a new directory inside the export root ${world.exportRoot} (target must not contain a '..' segment)`,
       );
+      // Refusals known before the stop leave the sandbox running.
+      await mkdir(join(world.exportRoot, "taken"));
+      const taken = await call("sandbox_export", { sandboxId, path: "work", target: "taken" });
+      assert.equal(taken.text, `[configuration] Cannot export files: target taken already exists under the export root ${world.exportRoot}; name a new directory`);
+      const orphan = await call("sandbox_export", { sandboxId, path: "work", target: "no/such" });
+      assert.match(orphan.text, /^\[configuration\] Cannot export files: the parent of target no\/such is not a directory under the export root /u);
+      const missing = await call("sandbox_export", { sandboxId, path: "work/none", target: "fresh" });
+      assert.equal(missing.text, "[configuration] Cannot export files: /workspace/work/none is not a directory of the sandbox; name one (default work)");
+      assert.equal((await call("sandbox_run", { sandboxId, command: ["/bin/echo", "still running"] })).text, "exit code 0\n--- stdout: 14 bytes\nstill running\n--- stderr: empty\n");
       assert.deepEqual(await call("sandbox_run", { sandboxId: "0".repeat(32), command: ["/bin/true"] }), {
         isError: true,
         text: '[configuration] Cannot find sandbox "00000000000000000000000000000000": no sandbox of this server has that ID (it was destroyed, or never created); list them with sandbox_list',
