@@ -17,8 +17,13 @@ import { type McpLog, toolCall } from "./_tool_call.ts";
 /** Most arguments of one command (the executable included). */
 const MAX_ARGUMENTS = 1024;
 
-/** Milliseconds a command's own timeout ends before the tool's deadline, so its answer arrives in time. */
-const ANSWER_MARGIN_MS = 1000;
+/**
+ * Milliseconds a command's own timeout ends before the tool's deadline, so its answer arrives
+ * in time: the kill, and the Engine's end of the output, which comes about 2 s after the
+ * leader's exit when a descendant still holds it (docs/processes.md). Half the tool's
+ * deadline when that is shorter.
+ */
+const ANSWER_MARGIN_MS = 3000;
 
 /** `bytes` as text, cut after `limit` bytes, and a header that says what was cut. */
 function section(name: string, bytes: Uint8Array, limit: number): string {
@@ -66,7 +71,7 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
     annotations: { destructiveHint: true, openWorldHint: false },
   }, toolCall("sandbox_run", settings.toolTimeoutMs, log, async (args, call) => {
     const sandbox = sandboxes.get(args.sandboxId);
-    const left = call.deadlineAt - Date.now() - Math.min(ANSWER_MARGIN_MS, Math.floor(call.timeoutMs / 10));
+    const left = call.deadlineAt - Date.now() - Math.min(ANSWER_MARGIN_MS, Math.floor(call.timeoutMs / 2));
     const timeoutMs = Math.max(1, Math.min(args.timeoutMs ?? left, left));
     const [executable, ...rest] = args.command;
     let stdout: Uint8Array, stderr: Uint8Array, exit: SandboxExitReceipt | undefined;

@@ -35,7 +35,7 @@ export interface RelayConnectOptions extends SandboxConnectOptions {
  */
 export async function connectRelayed(host: ConnectHost, port: unknown, options: RelayConnectOptions = {}): Promise<RelayConnection> {
   const { maxBytes, ...rest } = options;
-  const action = `connect to port ${typeof port === "number" ? port : "?"} in the sandbox`;
+  const action = `connect to port ${typeof port === "number" ? port : String(JSON.stringify(port)).slice(0, 40)} in the sandbox`;
   const request = normalizeConnect(port, rest, action);
   host.assertRunning(action);
   const { signal, timeoutMs } = request;

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { SandboxAbortedError, SandboxDeadlineError, SandboxError, SandboxQuotaError } from "../../sandbox/errors.ts";
+import { SandboxAbortedError, SandboxConfigurationError, SandboxDeadlineError, SandboxError, SandboxQuotaError } from "../../sandbox/errors.ts";
 import { normalizeFetch, type SandboxConnection, SandboxConnectionError, type SandboxConnectOptions, type SandboxFetchOptions } from "../../sandbox/ports.ts";
 import { DockerEngineTransportError } from "../../engine/errors.ts";
 import { bodyDecoder } from "../../engine/http/_body_decoder.ts";
@@ -30,9 +30,9 @@ function target(input: Request | string | URL, port: number, action: string): { 
   try {
     url = new URL(text, `http://localhost:${port}`);
   } catch (cause) {
-    throw new SandboxError("configuration", `Cannot ${action}: request ${JSON.stringify(text).slice(0, 200)} is not a path or http: URL`, { cause });
+    throw new SandboxConfigurationError(`Cannot ${action}: request ${JSON.stringify(text).slice(0, 200)} is not a path or http: URL`, { cause });
   }
-  if (url.protocol !== "http:") throw new SandboxError("configuration", `Cannot ${action}: request must be a path such as "/" or an http: URL, not a ${url.protocol} URL`);
+  if (url.protocol !== "http:") throw new SandboxConfigurationError(`Cannot ${action}: request must be a path such as "/" or an http: URL, not a ${url.protocol} URL`);
   return { url, host: url.host };
 }
 
@@ -70,12 +70,12 @@ function answerError(error: unknown, action: string, maxHeadBytes: number, maxBo
  * @throws {SandboxDeadlineError} / {SandboxAbortedError} for `timeoutMs` / `signal`
  */
 export async function fetchRelayed(connect: Connector, port: unknown, request: Request | string | URL, options?: SandboxFetchOptions): Promise<Response> {
-  const action = `fetch from port ${typeof port === "number" ? port : "?"} in the sandbox`;
+  const action = `fetch from port ${typeof port === "number" ? port : String(JSON.stringify(port)).slice(0, 40)} in the sandbox`;
   const limits = normalizeFetch(port, options, action);
   const given = request instanceof Request ? request : undefined;
   const { url, host } = target(request, limits.port, action);
   const method = (given?.method ?? "GET").toUpperCase();
-  if (!TOKEN.test(method) || method === "CONNECT") throw new SandboxError("configuration", `Cannot ${action}: request.method ${JSON.stringify(method)} is not allowed`);
+  if (!TOKEN.test(method) || method === "CONNECT") throw new SandboxConfigurationError(`Cannot ${action}: request.method ${JSON.stringify(method)} is not allowed`);
   const headers = new Headers(given?.headers);
   const body = given?.body ? new Uint8Array(await given.arrayBuffer()) : undefined;
   const signals = [limits.signal, given?.signal].filter((signal): signal is AbortSignal => signal !== undefined);

@@ -230,7 +230,7 @@ export async function forwardRelayed(
   options: SandboxForwardOptions | undefined,
   assertRunning: (action: string) => void,
 ): Promise<DockerPortForward> {
-  const action = `forward port ${typeof port === "number" ? port : "?"} of the sandbox`;
+  const action = `forward port ${typeof port === "number" ? port : String(JSON.stringify(port)).slice(0, 40)} of the sandbox`;
   const request = normalizeForward(port, options, action);
   assertRunning(action);
   let listener: TcpListener;

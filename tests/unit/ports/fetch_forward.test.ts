@@ -268,3 +268,13 @@ test("forwardRelayed reports a guest port nothing listens on as refused guest_re
     return true;
   });
 });
+
+test("fetchRelayed refuses what it cannot send with SandboxConfigurationError naming the request or port", async () => {
+  const { SandboxConfigurationError } = await import("../../../lib/sandbox/errors.ts");
+  const never = () => Promise.reject(new Error("no connection is made"));
+  await assert.rejects(fetchRelayed(never, 8080, "https://example.test/"), (error: unknown) =>
+    error instanceof SandboxConfigurationError &&
+    error.message === 'Cannot fetch from port 8080 in the sandbox: request must be a path such as "/" or an http: URL, not a https: URL');
+  await assert.rejects(fetchRelayed(never, "8080", "/"), (error: unknown) =>
+    error instanceof SandboxConfigurationError && error.message.startsWith('Cannot fetch from port "8080" in the sandbox: port '));
+});
