@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { stat } from "node:fs/promises";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../docker/backend.ts";
 import type { DockerSandboxProfile } from "../docker/profiles.ts";
 import type { DockerSandboxRecoveryRecord } from "../docker/recovery/record.ts";
@@ -43,6 +44,9 @@ function backendOf(record: DockerSandboxRecoveryRecord, directory: string): Dock
 export async function reclaim(args: readonly string[], out: (line: string) => void): Promise<number> {
   const { positionals } = parse(args, {});
   if (positionals.length !== 1) throw new UsageError("Cannot reclaim: name exactly one records directory, e.g. agentcell reclaim ~/.local/state/agentcell/records");
+  // The store would make a missing directory; a typo must not read as "nothing to reclaim".
+  const found = await stat(positionals[0]).then((stats) => stats.isDirectory(), () => false);
+  if (!found) throw new UsageError(`Cannot reclaim: ${positionals[0]} is not a directory; name the records directory the program wrote (its --records, or recordsDirectory)`);
   const store = await createFileRecoveryStore(positionals[0]);
   const report = await reclaimRecords(store, (record) => backendOf(record, store.directory));
   for (const outcome of report.outcomes) {

@@ -4,7 +4,7 @@
 // @xterm/headless).
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, realpath, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
@@ -90,6 +90,12 @@ engineTest("agentcell with a usage mistake prints it and the command's help, and
   const bad = await agentcell(["run", "--endpoint", endpoint!, "--image", "busybox:latest", "--profile", "linux-x64-cgroupfs", "--", "true"]);
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /^SandboxConfigurationError \[configuration\]: Cannot create Docker sandbox backend: config\.imageDigest must be sha256: /u);
+  // A records directory that is not there is a mistake, not "nothing to reclaim" (and is not made).
+  const missing = join(tmpdir(), `agentcell-no-records-${crypto.randomUUID()}`);
+  const reclaimed = await agentcell(["reclaim", missing]);
+  assert.equal(reclaimed.code, 2, reclaimed.stdout + reclaimed.stderr);
+  assert.match(reclaimed.stderr, new RegExp(`^agentcell reclaim: Cannot reclaim: ${missing} is not a directory; name the records directory`, "u"));
+  assert.equal(await stat(missing).then(() => true, () => false), false, "the missing directory was not made");
 });
 
 /** Start `agentcell run … -- sh -c 'echo ready; exec sleep 1000000'` and wait for "ready". */
