@@ -4,6 +4,8 @@
  *
  * @module
  */
+import { stat } from "node:fs/promises";
+import { SandboxConfigurationError } from "../sandbox/errors.ts";
 // @ts-types="@modelcontextprotocol/sdk/server/mcp"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { McpTransport } from "./protocol.ts";
@@ -57,7 +59,7 @@ export interface McpSandboxServer {
  * @param options the transport and the log
  * @returns the running server
  * @throws {SandboxConfigurationError} naming the first invalid field of `config`, or an
- *   unusable records directory
+ *   unusable records directory, or an `exportRoot` that is not a directory
  * @throws {Error} what `store.list()` throws for an unreadable records directory
  *
  * @example
@@ -75,6 +77,10 @@ export interface McpSandboxServer {
  */
 export async function startMcpServer(config: McpServerConfig, options: StartMcpServerOptions): Promise<McpSandboxServer> {
   const settings = parseMcpServerConfig(config);
+  // An export root that is not there would refuse every export: refuse the configuration.
+  if (settings.exportRoot !== undefined && !(await stat(settings.exportRoot).then((stats) => stats.isDirectory(), () => false))) {
+    throw new SandboxConfigurationError(`Cannot start MCP server: exportRoot ${settings.exportRoot} is not a directory; make it, or leave exportRoot out of the configuration to offer no export`);
+  }
   const log: McpLog = options.write === undefined ? () => {} : boundedLog(options.write);
   const sandboxes = new McpSandboxes(settings);
   const reclaimed = await sandboxes.reclaim();

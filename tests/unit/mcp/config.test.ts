@@ -80,3 +80,14 @@ test("loadMcpServerConfig names the file it cannot read or parse", async () => {
     await rm(directory, { recursive: true, force: true });
   }
 });
+
+test("startMcpServer refuses an exportRoot that is not a directory before it serves anything", async () => {
+  const { startMcpServer } = await import("../../../lib/mcp/server.ts");
+  const missing = join(tmpdir(), `agentcell-no-export-root-${crypto.randomUUID()}`);
+  await assert.rejects(
+    startMcpServer({ ...valid, exportRoot: missing }, { transport: undefined as never }),
+    (error) =>
+      error instanceof SandboxConfigurationError &&
+      error.message === `Cannot start MCP server: exportRoot ${missing} is not a directory; make it, or leave exportRoot out of the configuration to offer no export`,
+  );
+});
