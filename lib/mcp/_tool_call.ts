@@ -17,9 +17,10 @@ export type McpLog = (line: string) => void;
 /** A log that writes each line, cut to {@linkcode MAX_MCP_LOG_LINE} characters, with `write`. */
 export function boundedLog(write: (text: string) => void): McpLog {
   return (line) => {
-    const flat = line.replaceAll(/[\r\n]+/gu, " ");
-    const cut = flat.length > MAX_MCP_LOG_LINE ? `${flat.slice(0, MAX_MCP_LOG_LINE)}… (${flat.length - MAX_MCP_LOG_LINE} more characters cut)` : flat;
-    write(`agentcell-mcp ${new Date().toISOString()} ${cut}\n`);
+    const whole = `agentcell-mcp ${new Date().toISOString()} ${line.replaceAll(/[\r\n]+/gu, " ")}`;
+    // The whole line, its prefix and the note of the cut included, stays within the bound.
+    const keep = MAX_MCP_LOG_LINE - 48;
+    write(`${whole.length > MAX_MCP_LOG_LINE ? `${whole.slice(0, keep)}… (${whole.length - keep} more characters cut)` : whole}\n`);
   };
 }
 
@@ -65,7 +66,9 @@ export function toolCall<A>(
     const timer = setTimeout(() => deadline.abort(deadlineError), timeoutMs);
     const signal = AbortSignal.any([deadline.signal, extra.signal]);
     const call: ToolCall = { signal, deadlineAt: started + timeoutMs, timeoutMs };
-    const shown = JSON.stringify(args ?? {});
+    // The arguments as the log shows them (a file's content can be megabytes: only its start).
+    const given = JSON.stringify(args ?? {});
+    const shown = given.length > 512 ? `${given.slice(0, 512)}… (${given.length} characters)` : given;
     try {
       const text = await raceDeadline(work(args, call), {
         signal,

@@ -91,3 +91,16 @@ test("startMcpServer refuses an exportRoot that is not a directory before it ser
       error.message === `Cannot start MCP server: exportRoot ${missing} is not a directory; make it, or leave exportRoot out of the configuration to offer no export`,
   );
 });
+
+test("boundedLog keeps every written line, prefix and cut note included, within MAX_MCP_LOG_LINE", async () => {
+  const { boundedLog } = await import("../../../lib/mcp/_tool_call.ts");
+  const { MAX_MCP_LOG_LINE } = await import("../../../lib/mcp/config.ts");
+  const lines: string[] = [];
+  const log = boundedLog((text) => lines.push(text));
+  log(`sandbox_write_file ${"x".repeat(70_000)}`);
+  log("short\nline");
+  assert.equal(lines.length, 2);
+  assert.ok(lines[0].endsWith("more characters cut)\n"), lines[0].slice(-60));
+  assert.ok(lines[0].length - 1 <= MAX_MCP_LOG_LINE, `${lines[0].length - 1} characters`);
+  assert.match(lines[1], /^agentcell-mcp \S+ short line\n$/u);
+});
