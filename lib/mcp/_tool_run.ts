@@ -58,7 +58,7 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
     description: `Run one command in a sandbox and wait for it: its exit code and its stdout and stderr as text (each cut after ${limit} bytes, and the answer says so). ` +
       `The command is an argument vector, no shell unless you run one: ["/bin/sh", "-c", "ls -l | head"]. It runs as an unprivileged user in /workspace/work. ` +
       `It is killed when it passes its timeout (at most the tool's deadline of ${settings.toolTimeoutMs} ms).`,
-    inputSchema: {
+    inputSchema: z.strictObject({
       sandboxId: z.string().max(64).describe("The sandbox's ID (from sandbox_create or sandbox_list)"),
       command: z.array(z.string().max(65_536)).min(1).max(MAX_ARGUMENTS).describe(
         "The executable (an absolute path in the sandbox, e.g. /bin/sh) and its arguments",
@@ -67,7 +67,7 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
       timeoutMs: z.number().int().min(1).max(settings.toolTimeoutMs).optional().describe(
         `Kill the command after this many milliseconds (default and at most ${settings.toolTimeoutMs}, the tool's deadline)`,
       ),
-    },
+    }),
     annotations: { destructiveHint: true, openWorldHint: false },
   }, toolCall("sandbox_run", settings.toolTimeoutMs, log, async (args, call) => {
     const sandbox = sandboxes.get(args.sandboxId);

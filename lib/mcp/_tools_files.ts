@@ -51,7 +51,7 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
   server.registerTool("sandbox_read_file", {
     title: "Read a file of a sandbox",
     description: `Read one file of a running sandbox (at most ${maxFileBytes} bytes; larger files are refused).`,
-    inputSchema: { sandboxId, path: guestPath, encoding },
+    inputSchema: z.strictObject({ sandboxId, path: guestPath, encoding }),
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, toolCall("sandbox_read_file", timeoutMs, log, async (args, call) => {
     const bytes = await sandboxes.get(args.sandboxId).readFile(args.path, { maxBytes: maxFileBytes, signal: call.signal, deadlineAt: call.deadlineAt });
@@ -62,12 +62,12 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
   server.registerTool("sandbox_write_file", {
     title: "Write a file into a sandbox",
     description: `Write one file into a running sandbox (created or replaced atomically, at most ${maxFileBytes} bytes; parent directories are made).`,
-    inputSchema: {
+    inputSchema: z.strictObject({
       sandboxId,
       path: guestPath,
       content: z.string().max(2 * maxFileBytes).describe("The file's content"),
       encoding,
-    },
+    }),
     annotations: { destructiveHint: true, openWorldHint: false },
   }, toolCall("sandbox_write_file", timeoutMs, log, async (args, call) => {
     let data: Uint8Array;
@@ -88,7 +88,7 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
   server.registerTool("sandbox_list_directory", {
     title: "List a directory of a sandbox",
     description: `List one directory of a running sandbox: type, size and name of each entry (at most ${MAX_MCP_LIST_ENTRIES}).`,
-    inputSchema: { sandboxId, path: guestPath.default("work") },
+    inputSchema: z.strictObject({ sandboxId, path: guestPath.default("work") }),
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, toolCall("sandbox_list_directory", timeoutMs, log, async (args, call) => {
     const path = parseSandboxRelativePath(args.path, "path");
@@ -123,11 +123,11 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
       ? "Export a subtree of a sandbox to the host: not available, the operator configured no export root."
       : "Export a subtree of a sandbox into a new directory on the host, under the operator's export root. This STOPS the sandbox's compute first " +
         `(no more commands; its files stay until sandbox_destroy). Regular files and directories only, at most ${settings.maxExportBytes} bytes.`,
-    inputSchema: {
+    inputSchema: z.strictObject({
       sandboxId,
       path: guestPath.default("work").describe("The subtree to export, relative to /workspace (default work)"),
       target: z.string().max(255 * 16).describe("Name of a new directory under the export root, e.g. results/run-1 (relative; its parent must exist)"),
-    },
+    }),
     annotations: { destructiveHint: true, openWorldHint: false },
   }, toolCall("sandbox_export", timeoutMs, log, async (args, call) => {
     const root = settings.exportRoot;

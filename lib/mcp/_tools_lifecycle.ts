@@ -27,14 +27,14 @@ export function registerLifecycleTools(server: McpServer, settings: McpServerSet
     description: `Start a new, empty Linux sandbox (an isolated container with /workspace; network ${networkOf(settings)}). ` +
       `At most ${settings.maxSandboxes} at once; resources left out get the ceiling (${ceiling.cpus} CPUs, ${ceiling.memoryBytes} bytes of memory, ${ceiling.pids} PIDs). ` +
       "Answers the sandbox's ID for the other tools. Destroy it with sandbox_destroy when done.",
-    inputSchema: {
+    inputSchema: z.strictObject({
       cpus: z.number().min(0.01).max(ceiling.cpus, { error: most("cpus", ceiling.cpus, " CPUs") }).optional().describe(`CPUs, at most ${ceiling.cpus}`),
       memoryBytes: z.number().int().min(6 * 1024 * 1024).max(ceiling.memoryBytes, { error: most("memoryBytes", ceiling.memoryBytes, " bytes") }).optional()
         .describe(`Memory in bytes, at most ${ceiling.memoryBytes}`),
       pids: z.number().int().min(8).max(ceiling.pids, { error: most("pids", ceiling.pids, " PIDs") }).optional().describe(
         `Processes and threads, at most ${ceiling.pids}`,
       ),
-    },
+    }),
     annotations: { destructiveHint: false, openWorldHint: false },
   }, toolCall("sandbox_create", toolTimeoutMs, log, async (args, call) => {
     const resources = { cpus: args.cpus ?? ceiling.cpus, memoryBytes: args.memoryBytes ?? ceiling.memoryBytes, pids: args.pids ?? ceiling.pids };
@@ -47,7 +47,7 @@ export function registerLifecycleTools(server: McpServer, settings: McpServerSet
   server.registerTool("sandbox_destroy", {
     title: "Destroy a sandbox",
     description: "Destroy a sandbox: its processes, its files and everything it holds on the host are removed.",
-    inputSchema: { sandboxId: z.string().max(64).describe("The sandbox's ID") },
+    inputSchema: z.strictObject({ sandboxId: z.string().max(64).describe("The sandbox's ID") }),
     annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
   }, toolCall("sandbox_destroy", toolTimeoutMs, log, async (args) => {
     await sandboxes.destroy(args.sandboxId);
@@ -57,7 +57,7 @@ export function registerLifecycleTools(server: McpServer, settings: McpServerSet
   server.registerTool("sandbox_list", {
     title: "List sandboxes",
     description: "List this server's sandboxes: ID, state, resources and when each started.",
-    inputSchema: {},
+    inputSchema: z.strictObject({}),
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, toolCall("sandbox_list", toolTimeoutMs, log, () => {
     const entries = sandboxes.list();

@@ -98,6 +98,10 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
       assert.match(big.text, /must be at most 134217728 bytes, the operator's ceiling \(ceiling\.memoryBytes in the server's configuration\): ask for less at memoryBytes/u);
       assert.deepEqual(await resourcesOf(engine, world.namespace), [], "nothing was created");
 
+      // A field the tool does not take is refused, not dropped (the model asked for something).
+      const unknown = await call("sandbox_create", { network: "outbound" });
+      assert.equal(unknown.isError, true, unknown.text);
+      assert.match(unknown.text, /network/u);
       const sandboxId = sandboxIdOf((await call("sandbox_create")).text);
       assert.deepEqual(await call("sandbox_create"), {
         isError: true,
