@@ -58,9 +58,23 @@ async function main(argv: readonly string[]): Promise<number> {
       return 2;
     }
     const code = (error as { code?: unknown }).code;
-    process.stderr.write(`${(error as Error).name ?? "Error"}${typeof code === "string" ? ` [${code}]` : ""}: ${(error as Error).message ?? String(error)}\n`);
+    const message = cliTerms((error as Error).message ?? String(error));
+    process.stderr.write(`${(error as Error).name ?? "Error"}${typeof code === "string" ? ` [${code}]` : ""}: ${message}\n`);
     return 1;
   }
+}
+
+/**
+ * The library's messages name its configuration fields; on the command line they are flags.
+ * Each field a flag sets is named as the flag, with the field after it.
+ */
+function cliTerms(message: string): string {
+  return message
+    .replaceAll(/\bconfig\.endpoint\b/gu, "--endpoint (config.endpoint)")
+    .replaceAll(/\bconfig\.imageDigest\b/gu, "--image (config.imageDigest)")
+    .replaceAll(/\bconfig\.profile\b/gu, "--profile (config.profile)")
+    .replaceAll(/\bconfig\.namespace\b/gu, "--namespace (config.namespace)")
+    .replaceAll(/\bconfig\.spillDirectory\b/gu, "--spill (config.spillDirectory)");
 }
 
 process.exitCode = await main(process.argv.slice(2));

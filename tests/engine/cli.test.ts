@@ -89,7 +89,7 @@ engineTest("agentcell with a usage mistake prints it and the command's help, and
   assert.match(result.stderr, /^agentcell run: Cannot run: name the command after --, e.g\. agentcell run -- echo hi\n\nagentcell run \[options\] -- CMD/u);
   const bad = await agentcell(["run", "--endpoint", endpoint!, "--image", "busybox:latest", "--profile", "linux-x64-cgroupfs", "--", "true"]);
   assert.equal(bad.code, 1);
-  assert.match(bad.stderr, /^SandboxConfigurationError \[configuration\]: Cannot create Docker sandbox backend: config\.imageDigest must be sha256: /u);
+  assert.match(bad.stderr, /^SandboxConfigurationError \[configuration\]: Cannot create Docker sandbox backend: --image \(config\.imageDigest\) must be sha256: /u);
   // A records directory that is not there is a mistake, not "nothing to reclaim" (and is not made).
   const missing = join(tmpdir(), `agentcell-no-records-${crypto.randomUUID()}`);
   const reclaimed = await agentcell(["reclaim", missing]);
