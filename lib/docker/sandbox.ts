@@ -368,7 +368,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    * One sample of what the sandbox uses (see {@linkcode SandboxStats}): CPU as a fraction of
    * the policy's `resources.cpus` over about the last second, memory usage, limit and working
    * set, tasks and their limit, network and block I/O bytes, from the keeper's cgroup
-   * (`GET /containers/{id}/stats?stream=false`; it takes about a second), and in `sidecars`
+   * (`GET /containers/{id}/stats?stream=false`; it takes one to two seconds: the Engine reads twice, a second apart), and in `sidecars`
    * the same of the egress proxy (allowlist sandboxes) and the port relay (once made), read
    * at the same time against their own limits.
    *
