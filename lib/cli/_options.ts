@@ -64,7 +64,7 @@ export function endpointOf(values: { endpoint?: string }): string {
 export function imageOf(values: { image?: string }): string {
   const image = values.image ?? process.env.AGENTCELL_IMAGE;
   if (image === undefined || image === "") {
-    throw new UsageError("Cannot open a sandbox: pass --image sha256:… (or set AGENTCELL_IMAGE); agentcell prepare-image SOURCE TAG makes one from a local image");
+    throw new UsageError("Cannot open a sandbox: pass --image sha256:… (or set AGENTCELL_IMAGE); agentcell prepare-image SOURCE [TAG] makes one from a local image");
   }
   return image;
 }

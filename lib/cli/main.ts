@@ -23,7 +23,7 @@ const COMMANDS: Record<string, { run: (args: readonly string[], out: (line: stri
   shell: { run: shell, help: SHELL_HELP, summary: "an interactive shell in a fresh sandbox (a terminal)" },
   reclaim: { run: reclaim, help: RECLAIM_HELP, summary: "remove what a crashed program's records name: agentcell reclaim RECORDS_DIR" },
   mcp: { run: mcp, help: MCP_HELP, summary: "serve sandboxes to an agent over MCP (stdio): agentcell mcp --config FILE" },
-  "prepare-image": { run: prepareImageCommand, help: PREPARE_IMAGE_HELP, summary: "make an admissible image from a local one: agentcell prepare-image SOURCE TAG" },
+  "prepare-image": { run: prepareImageCommand, help: PREPARE_IMAGE_HELP, summary: "make an admissible image from a local one: agentcell prepare-image SOURCE [TAG]" },
 };
 
 const HELP = `agentcell: hardened Docker sandboxes for agents, from a shell

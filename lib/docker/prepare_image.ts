@@ -16,6 +16,16 @@ import { FIXED_GUEST_ENV } from "../sandbox/process.ts";
 import { asSandboxError } from "./_engine_errors.ts";
 
 /**
+ * An image reference `[host[:port]/]path[:tag]` as the Engine's reference grammar writes it
+ * (distribution/reference: a host has a `.` or a port or is `localhost`; lowercase path
+ * components joined by `.`, `_`, `__` or dashes; a tag of word characters, `.` and `-`, at
+ * most 128).
+ */
+const COMPONENT = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
+const HOST = "(?:(?:localhost|[a-zA-Z0-9-]+(?:\\.[a-zA-Z0-9-]+)+)(?::[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+)/";
+const REFERENCE = new RegExp(`^(?:${HOST})?${COMPONENT}(?:/${COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$`, "u");
+
+/**
  * Flatten the local image `source` into a new image the sandbox admits, tagged `reference`
  * when given. The export streams straight into the import (no temporary file); the
  * flattening container is never started and is removed however it ends.
@@ -26,7 +36,7 @@ import { asSandboxError } from "./_engine_errors.ts";
  * @default {undefined} reference (untagged)
  * @returns the new image's ID (`sha256:` and 64 hex digits), to pass as `imageDigest`
  * @throws {SandboxConfigurationError} when `source` is not a local image of this engine
- *   (the message says how to pull or list images)
+ *   (the message says how to pull or list images), or `reference` is not an image reference
  * @throws {SandboxEngineError} when the Engine fails a step
  *
  * @example
@@ -40,6 +50,12 @@ import { asSandboxError } from "./_engine_errors.ts";
 export async function prepareImage(endpoint: string, source: string, reference?: string): Promise<string> {
   const engine = new DockerEngine(endpoint);
   const action = `prepare an image from ${source}`;
+  // Refused before any work: the Engine would refuse it only after the export and import.
+  if (reference !== undefined && !REFERENCE.test(reference)) {
+    throw new SandboxConfigurationError(
+      `Cannot ${action}: reference ${JSON.stringify(reference).slice(0, 200)} is not an image reference; give repo[:tag] with a lowercase repo, e.g. agentcell/guest:1`,
+    );
+  }
   let id: string;
   try {
     ({ id } = await createContainer(engine, `agentcell-prepare-${crypto.randomUUID()}`, {
