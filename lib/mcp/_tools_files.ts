@@ -54,7 +54,16 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
     inputSchema: z.strictObject({ sandboxId, path: guestPath, encoding }),
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, toolCall("sandbox_read_file", timeoutMs, log, async (args, call) => {
-    const bytes = await sandboxes.get(args.sandboxId).readFile(args.path, { maxBytes: maxFileBytes, signal: call.signal, deadlineAt: call.deadlineAt });
+    const bytes = await sandboxes.get(args.sandboxId).readFile(args.path, { maxBytes: maxFileBytes, signal: call.signal, deadlineAt: call.deadlineAt }).catch((error) => {
+      // The library's fix names its own option; here the bound is the server's.
+      if (error instanceof SandboxQuotaError) {
+        throw new SandboxQuotaError(
+          `Cannot read file ${args.path}: it is larger than the ${maxFileBytes} bytes this server moves in one call (maxFileBytes in its configuration); copy it out with sandbox_export`,
+          { cause: error },
+        );
+      }
+      throw error;
+    });
     if (args.encoding === "base64") return btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join(""));
     return new TextDecoder().decode(bytes);
   }));

@@ -91,7 +91,7 @@ engineTest("MCP server: create, run echo hi, write and read a file, list, export
 }, { timeout: 180_000 });
 
 engineTest("MCP server refuses calls past the ceiling, the sandbox count, the workspace and the export root, each with a clear message", async (engine) => {
-  await withMcpWorld({}, async (world) => {
+  await withMcpWorld({ maxFileBytes: 1024 }, async (world) => {
     await withServer(world, async ({ call }) => {
       const big = await call("sandbox_create", { memoryBytes: 1024 * 1024 * 1024 });
       assert.equal(big.isError, true);
@@ -119,6 +119,12 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
       assert.equal(
         outside.text,
         `[configuration] Cannot export files: target must name a new directory inside the export root ${world.exportRoot} (target must not contain a '..' segment)`,
+      );
+      // A file past maxFileBytes is refused naming the server's bound, not the library's option.
+      await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", "head -c 2000 /dev/zero > /workspace/work/big"] });
+      assert.equal(
+        (await call("sandbox_read_file", { sandboxId, path: "work/big" })).text,
+        "[quota] Cannot read file work/big: it is larger than the 1024 bytes this server moves in one call (maxFileBytes in its configuration); copy it out with sandbox_export",
       );
       // Refusals known before the stop leave the sandbox running.
       await mkdir(join(world.exportRoot, "taken"));
