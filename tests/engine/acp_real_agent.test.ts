@@ -57,8 +57,10 @@ engineTest("A real ACP agent from npm (claude-agent-acp) writes a file in the sa
       await sandbox.run("/bin/mkdir", ["-p", "/workspace/work/out"]);
       const asked: string[] = [];
       const session = await startAcpSession(sandbox, {
-        // Without the proxy variables: claude-agent-acp 0.23.1's HTTP client fails every request
-        // with UND_ERR_INVALID_ARG when it sees HTTP(S)_PROXY (measured); the route is reached
+        // Without the proxy variables: with HTTP(S)_PROXY set, claude-agent-acp 0.23.1 hands
+        // Node's fetch (undici 8.10 in Node 26) a proxy dispatcher of the undici 6 it bundles,
+        // whose old handler API fails every request with UND_ERR_INVALID_ARG (measured; the
+        // bundle has no onRequestStart). The agent's bug, not the route's: the route is reached
         // directly at its base URL, which NO_PROXY names anyway.
         executable: "/bin/sh",
         args: ["-c", 'unset HTTP_PROXY HTTPS_PROXY http_proxy https_proxy; exec /usr/local/bin/node agent/node_modules/@zed-industries/claude-agent-acp/dist/index.js'],
