@@ -9,7 +9,7 @@ import { MAX_SANDBOX_CONNECTIONS, SandboxConnectionError } from "../../lib/sandb
 import { engineTest, nodeImage } from "./_engine.ts";
 import { withSandbox } from "./_sandbox.ts";
 import { webSocketRoundTrip } from "../unit/ports/_websocket.ts";
-import { guestNetworkView, NODE_ECHO, NODE_WEBSOCKET_ECHO, pattern, startHttpd, startNodeServer, withPortSandbox } from "./_ports.ts";
+import { guestNetworkView, NODE_ECHO, NODE_WEBSOCKET_ECHO, pattern, startHttpd, startNodeServer, untilListening, withPortSandbox } from "./_ports.ts";
 
 engineTest("DockerSandbox.fetch gets a file byte-exact from busybox httpd in an isolated sandbox", async (engine) => {
   await withPortSandbox(engine, async (sandbox) => {
@@ -132,13 +132,16 @@ engineTest("DockerSandbox.fetch from a guest server that never answers, floods, 
   await withPortSandbox(engine, async (sandbox) => {
     const servers = `
       const net = require("node:net");
-      net.createServer(() => {}).listen(7001, "127.0.0.1"); // never answers
+      net.createServer((s) => s.on("error", () => {})).listen(7001, "127.0.0.1"); // never answers
       net.createServer((s) => { s.on("error", () => {}); s.write("HTTP/1.1 200 OK\\r\\n\\r\\n"); const big = Buffer.alloc(65536, 120); const pump = () => { while (s.write(big)); }; s.on("drain", pump); pump(); }).listen(7002, "127.0.0.1"); // floods
       net.createServer((s) => { s.write("HTTP/1.1 200 OK\\r\\nContent-Length: 1000000\\r\\n\\r\\n" + "y".repeat(1000)); setTimeout(() => s.destroy(), 100); }).listen(7003, "127.0.0.1"); // closes mid-stream
     `;
     await startNodeServer(sandbox, servers, 7003);
+    // Each server listens once its own listen() went through: wait for every one of them.
+    await untilListening(sandbox, 7001);
+    await untilListening(sandbox, 7002);
     await assert.rejects(sandbox.fetch(7001, "/", { timeoutMs: 1000 }), (error: unknown) => {
-      assert.ok(error instanceof SandboxDeadlineError);
+      assert.ok(error instanceof SandboxDeadlineError, String(error));
       assert.equal(error.message, "Cannot fetch from port 7001 in the sandbox: the exchange took longer than 1000 ms (options.timeoutMs)");
       return true;
     });
