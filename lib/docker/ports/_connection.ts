@@ -10,7 +10,23 @@
 import { SandboxAbortedError, type SandboxError, SandboxQuotaError } from "../../sandbox/errors.ts";
 import { SandboxConnectionError, type SandboxConnection } from "../../sandbox/ports.ts";
 import { CREDIT_BATCH_BYTES, encodeFrame, FRAME, RELAY_WINDOW_BYTES } from "./relay_program.ts";
-import type { RelayChannel } from "./_channel.ts";
+
+/**
+ * What a connection needs of its channel (`RelayChannel` in `./_channel.ts` is one): declared
+ * here, beside its user, so the channel imports the connection and not the other way round.
+ */
+export interface ConnectionChannel {
+  /** The channel's failure once it failed. */
+  readonly failure: SandboxError | undefined;
+  /** Send one frame. */
+  send(frame: Uint8Array): void;
+  /** Send data frames for `id`, resolving once the relay's stdin took them. */
+  sendData(id: number, bytes: Uint8Array): Promise<void>;
+  /** Grant the relay `bytes` more of credit for `id`. */
+  credit(id: number, bytes: number): void;
+  /** Forget connection `id`. */
+  forget(id: number): void;
+}
 
 /** A relayed connection (see the module doc); made by the channel when the relay opened it. */
 export class RelayConnection implements SandboxConnection {
@@ -18,7 +34,7 @@ export class RelayConnection implements SandboxConnection {
   readonly writable: WritableStream<Uint8Array>;
   readonly #id: number;
   readonly #port: number;
-  readonly #channel: RelayChannel;
+  readonly #channel: ConnectionChannel;
   readonly #maxBytes: number | undefined;
   readonly #closed: PromiseWithResolvers<void> = Promise.withResolvers<void>();
   #readController!: ReadableStreamDefaultController<Uint8Array>;
@@ -41,7 +57,7 @@ export class RelayConnection implements SandboxConnection {
   bytesOut = 0;
 
   /** @internal made by the channel */
-  constructor(id: number, port: number, channel: RelayChannel, maxBytes: number | undefined) {
+  constructor(id: number, port: number, channel: ConnectionChannel, maxBytes: number | undefined) {
     this.#id = id;
     this.#port = port;
     this.#channel = channel;
