@@ -26,6 +26,9 @@ Prints one line per record and a count; exits 0 when every record was reclaimed,
 /** The backend that wrote `record` (its identity holds the configuration; recovery never spills). */
 function backendOf(record: DockerSandboxRecoveryRecord, directory: string): DockerSandboxBackend {
   const identity = record.identity;
+  // config.proxyImageDigest: recorded as relayImageDigest whenever configured (the port
+  // relay runs it), and as proxyImageDigest too for an allowlist sandbox.
+  const helperImage = identity.relayImageDigest ?? identity.proxyImageDigest;
   return createDockerSandboxBackend({
     endpoint: identity.endpoint,
     profile: identity.profile as DockerSandboxProfile,
@@ -33,9 +36,7 @@ function backendOf(record: DockerSandboxRecoveryRecord, directory: string): Dock
     imageDigest: identity.imageDigest,
     ...(identity.userRange === undefined ? { user: identity.user } : { userRange: identity.userRange }),
     keeperUser: identity.keeperUser,
-    // config.proxyImageDigest: recorded as relayImageDigest whenever configured (the port
-    // relay runs it), and as proxyImageDigest too for an allowlist sandbox.
-    ...(identity.relayImageDigest ?? identity.proxyImageDigest) === undefined ? {} : { proxyImageDigest: identity.relayImageDigest ?? identity.proxyImageDigest },
+    ...(helperImage === undefined ? {} : { proxyImageDigest: helperImage }),
     spillDirectory: directory,
   });
 }
