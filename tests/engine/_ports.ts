@@ -51,7 +51,7 @@ export async function startHttpd(sandbox: DockerSandbox, port: number): Promise<
 /** A node echo server on the guest's `127.0.0.1:port` (half-close aware). */
 export const NODE_ECHO = `
 const net = require("node:net");
-net.createServer({ allowHalfOpen: true }, (socket) => socket.pipe(socket)).listen(Number(process.argv[1]), "127.0.0.1");
+net.createServer({ allowHalfOpen: true }, (socket) => { socket.on("error", () => {}); socket.pipe(socket); }).listen(Number(process.argv[1]), "127.0.0.1");
 `;
 
 /** A minimal WebSocket echo server for the node guest (RFC 6455; text and binary). */

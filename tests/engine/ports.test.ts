@@ -134,8 +134,10 @@ engineTest("DockerSandbox.fetch from a guest server that never answers, floods, 
       const net = require("node:net");
       net.createServer((s) => s.on("error", () => {})).listen(7001, "127.0.0.1"); // never answers
       net.createServer((s) => { s.on("error", () => {}); s.write("HTTP/1.1 200 OK\\r\\n\\r\\n"); const big = Buffer.alloc(65536, 120); const pump = () => { while (s.write(big)); }; s.on("drain", pump); pump(); }).listen(7002, "127.0.0.1"); // floods
-      net.createServer((s) => { s.write("HTTP/1.1 200 OK\\r\\nContent-Length: 1000000\\r\\n\\r\\n" + "y".repeat(1000)); setTimeout(() => s.destroy(), 100); }).listen(7003, "127.0.0.1"); // closes mid-stream
+      net.createServer((s) => { s.on("error", () => {}); s.write("HTTP/1.1 200 OK\\r\\nContent-Length: 1000000\\r\\n\\r\\n" + "y".repeat(1000)); setTimeout(() => s.destroy(), 100); }).listen(7003, "127.0.0.1"); // closes mid-stream
     `;
+    // Every server handles its sockets' errors: the readiness probes connect and close at once,
+    // and an unhandled ECONNRESET would end the whole guest program (all three servers).
     await startNodeServer(sandbox, servers, 7003);
     // Each server listens once its own listen() went through: wait for every one of them.
     await untilListening(sandbox, 7001);
