@@ -7,7 +7,10 @@
  *   `docker exec -i <keeper> nc 127.0.0.1 <port>` (the docker CLI; stdout read by this
  *   process), and through a direct TCP connection to the keeper's bridge address (what
  *   `outbound` allows; the floor). Wall time, this process's CPU, and for the CLI its own
- *   CPU (GNU time). Ratios to the direct connection.
+ *   CPU (GNU time). Ratios to the direct connection. Guest → host also has the Engine's own
+ *   floor: the same `nc` run as an exec whose attach stream a bare `node:net` socket only
+ *   counts (no framing, no demultiplexing, no CLI) — the most any path through the Engine's
+ *   attach copy can carry on this machine.
  * - the same 256 MiB host → guest (the guest counts and answers the count).
  * - time to the first body byte of `sandbox.fetch()` on a warm sandbox (relay running) vs
  *   the runtime's own `fetch()` of the bridge address; and the first `connect()` of a sandbox
@@ -30,6 +33,7 @@ import { createDockerSandboxBackend, type DockerSandbox } from "../mod.ts";
 import { inspectContainer } from "../lib/engine/containers.ts";
 import { DockerEngine } from "../lib/engine/client.ts";
 import { containerNetworks } from "../lib/docker/egress/proxy_container.ts";
+import { netFloor } from "./_floor.ts";
 import { runtimeName } from "./_setup.ts";
 import { summarize } from "./_stats.ts";
 
@@ -177,6 +181,7 @@ const backend = createDockerSandboxBackend({
   proxyImageDigest: nodeImage,
 });
 const engine = new DockerEngine(endpoint);
+const socketPath = endpoint.replace(/^unix:\/\//u, "");
 const policy = { network: "outbound" as const, resources: { cpus: 2, memoryBytes: 512 * MIB, pids: 128 } };
 const sandbox = await backend.reserve({ policy }, { record: async () => {} }).start();
 try {
@@ -195,11 +200,20 @@ try {
   for (const upload of [false, true]) {
     const port = upload ? SINK_PORT : SEND_PORT;
     const samples: Record<string, Sample[]> = { "sandbox.connect() (relay)": [], "docker exec -i nc (CLI)": [], "direct TCP to the bridge address": [] };
+    const ENGINE_FLOOR = "exec nc, attach stream counted by bare node:net (the Engine's floor)";
+    if (!upload) samples[ENGINE_FLOOR] = [];
     await viaRelay(sandbox, port, upload); // warm-up
     for (let round = 0; round < rounds; round++) {
       samples["direct TCP to the bridge address"].push(await measure(() => direct(address, port, upload)));
       samples["sandbox.connect() (relay)"].push(await measure(() => viaRelay(sandbox, port, upload)));
       samples["docker exec -i nc (CLI)"].push(await measure(() => viaCli(keeperId, port, upload)));
+      if (!upload) {
+        samples[ENGINE_FLOOR].push(await measure(async () => {
+          // The attach stream carries the 8-byte frame headers too: at least `bytes` arrive.
+          const received = await netFloor(engine, socketPath, keeperId, ["nc", "127.0.0.1", String(port)], { uid: 65534, gid: 65534 });
+          if (received < bytes) throw new Error(`the Engine floor gave ${received} bytes`);
+        }));
+      }
     }
     row(upload ? "host → guest" : "guest → host", Object.entries(samples), "direct TCP to the bridge address");
   }
