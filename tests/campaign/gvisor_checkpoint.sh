@@ -238,8 +238,10 @@ else
 fi
 
 # 7. A checkpoint of a keeper paused by the Engine (what sandbox.pause() does). The Engine
-#    keeps State.Paused true on the checkpointed (exited) keeper and refuses its start
-#    ("cannot start a paused container, try unpause instead", 409) until an unpause.
+#    keeps reporting the checkpointed keeper as paused (State.Status "paused", the old Pid)
+#    and refuses its start ("cannot start a paused container, try unpause instead", 409);
+#    after an unpause it reads "exited", sometimes "running" for a moment first, so the
+#    restore waits for not-running.
 keeper paused bridge; holder "$ID" null; before=$(state_of "$ID")
 api POST "/containers/$ID/pause"; checkpoint "$ID" c1 true
 if [ "$STATUS" != 201 ]; then report paused ok FAILED "checkpoint: $(message)"
@@ -247,6 +249,7 @@ else
   api GET "/containers/$ID/json"; after=$(printf '%s' "$BODY" | jq -c '.State | {Status, Paused}')
   api POST "/containers/$ID/start?checkpoint=c1"; refused="start before unpause: HTTP $STATUS $(message)"
   api POST "/containers/$ID/unpause"; refused="$refused; unpause: HTTP $STATUS"
+  api POST "/containers/$ID/wait?condition=not-running"
   if restore "$ID" c1; then
     kept "$ID" "$before" && report paused ok ok "state after checkpoint $after; $refused; $KEPT$(retried)" || report paused ok FAILED "$KEPT"
   else report paused ok FAILED "state after checkpoint $after; $refused; restore: HTTP $STATUS $(message)"; fi
