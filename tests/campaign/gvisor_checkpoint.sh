@@ -189,7 +189,8 @@ elif restore "$ID" c1; then kept "$ID" "$before" && report none-network FAILED o
 else report none-network FAILED FAILED "restore: HTTP $STATUS $(message)"; fi
 
 # 2. The same with NetworkMode bridge on this engine, which has no bridge (test-engine.sh
-#    starts dockerd with --bridge none): no network sandbox at all. Also checks the files
+#    starts dockerd with --bridge none): the keeper's `bridge` entry has an empty NetworkID,
+#    nothing is attached. Not what the library sends. Also checks the files
 #    written to the three tmpfs mounts before the checkpoint.
 keeper bridge bridge; holder "$ID" null
 ATTACH=1 exec_in "$ID" 65534:65534 /bin/sh -c 'echo h > $HOME/h; echo s > /dev/shm/s; echo t > /tmp/t' >/dev/null
