@@ -126,7 +126,7 @@ exec_in() {
     api POST "/exec/$exec/start" '{"Detach": true}'
   fi
 }
-state_of() { ATTACH=1 exec_in "$1" 65534:65534 /bin/sh -c 'cat /tmp/state 2>&1' | tr -d '\r'; }
+state_of() { { ATTACH=1 exec_in "$1" 65534:65534 /bin/sh -c 'cat /tmp/state 2>&1' || true; } | tr -d '\r'; }
 running() { api GET "/containers/$1/json"; printf '%s' "$BODY" | jq -r '.State.Status'; }
 
 # The agent's memory holder. STDIO=engine leaves its stdio on the Engine's exec pipes;
@@ -181,44 +181,48 @@ printf 'versions: %s; runsc %s; kernel %s; daemon.json %s\n' \
   "$(curl -sS --unix-socket "$SOCK" http://docker/version | jq -r '"Engine \(.Version) (API \(.ApiVersion)), containerd \(.Components[] | select(.Name == "containerd") | .Version), experimental \(.Experimental)"')" \
   "$(runsc --version | head -n 1 | sed 's/runsc version //')" "$(uname -r)" "$(cat "$HOME_DIR/daemon.json")"
 
+# cycle ID NAME [BETWEEN]: checkpoint ID (Exit true), wait until the Engine reads the keeper
+# as not running (its 201 can come first: a start then answers 304) or, if named, run the
+# function BETWEEN instead (it may add to DETAIL), restore, check the memory against BEFORE
+# (default: the holder's state read now). Sets GOT (ok or FAILED) and DETAIL.
+cycle() {
+  local id=$1 name=$2 between=${3:-} before=${BEFORE:-}
+  [ -n "$before" ] || before=$(state_of "$id")
+  DETAIL=""
+  checkpoint "$id" "$name" true
+  if [ "$STATUS" != 201 ]; then GOT=FAILED; DETAIL="checkpoint: HTTP $STATUS $(message)"; return; fi
+  if [ -n "$between" ]; then "$between" "$id"; else api POST "/containers/$id/wait?condition=not-running"; fi
+  if restore "$id" "$name"; then
+    if kept "$id" "$before"; then GOT=ok; else GOT=FAILED; fi
+    DETAIL="$DETAIL$KEPT$(retried)"
+  else GOT=FAILED; DETAIL="${DETAIL}restore: HTTP $STATUS $(message)"; fi
+}
+
 # 1. The keeper exactly as the library makes it (NetworkMode none).
-keeper none none; holder "$ID" null; before=$(state_of "$ID")
-checkpoint "$ID" c1 true
-if [ "$STATUS" != 201 ]; then report none-network ok FAILED "checkpoint: $(message)"
-elif restore "$ID" c1; then kept "$ID" "$before" && report none-network FAILED ok "$KEPT$(retried)" || report none-network FAILED FAILED "$KEPT"
-else report none-network FAILED FAILED "restore: HTTP $STATUS $(message)"; fi
+keeper none none; holder "$ID" null
+cycle "$ID" c1; report none-network FAILED "$GOT" "$DETAIL"
 
 # 2. The same with NetworkMode bridge on this engine, which has no bridge (test-engine.sh
 #    starts dockerd with --bridge none): the keeper's `bridge` entry has an empty NetworkID,
-#    nothing is attached. Not what the library sends. Also checks the files
-#    written to the three tmpfs mounts before the checkpoint.
-keeper bridge bridge; holder "$ID" null
+#    nothing is attached. Not what the library sends. Also checks the files written to the
+#    three tmpfs mounts before the checkpoint.
+keeper bridge bridge; holder "$ID" null; bridge_id=$ID
 ATTACH=1 exec_in "$ID" 65534:65534 /bin/sh -c 'echo h > $HOME/h; echo s > /dev/shm/s; echo t > /tmp/t' >/dev/null
-before=$(state_of "$ID"); checkpoint "$ID" c1 true
-bridge_id=$ID
-if [ "$STATUS" != 201 ]; then report bridge-noop ok FAILED "checkpoint: $(message)"
-elif restore "$ID" c1; then
+cycle "$ID" c1
+if [ "$GOT" = ok ]; then
   files=$(ATTACH=1 exec_in "$ID" 65534:65534 /bin/sh -c 'cat $HOME/h /dev/shm/s /tmp/t | tr -d "\n"' | tr -d '\r')
-  kept "$ID" "$before" && [ "$files" = hst ] && report bridge-noop ok ok "$KEPT; tmpfs files kept$(retried)" ||
-    report bridge-noop ok FAILED "$KEPT; tmpfs files '$files'"
-else report bridge-noop ok FAILED "restore: HTTP $STATUS $(message)"; fi
-
-# 3. A second checkpoint of the sandbox restored in case 2.
-before=$(state_of "$bridge_id"); checkpoint "$bridge_id" c2 true
-if [ "$STATUS" != 201 ]; then report second-checkpoint FAILED FAILED "checkpoint: $(message)"
-elif restore "$bridge_id" c2; then kept "$bridge_id" "$before" && report second-checkpoint FAILED ok "$KEPT" || report second-checkpoint FAILED FAILED "$KEPT"
-else
-  detail="restore: HTTP $STATUS $(message)"
-  api POST "/containers/$bridge_id/start"
-  report second-checkpoint FAILED FAILED "$detail; a plain start then: HTTP $STATUS $(message)"
+  if [ "$files" = hst ]; then DETAIL="$DETAIL; tmpfs files kept"; else GOT=FAILED; DETAIL="$DETAIL; tmpfs files read '$files'"; fi
 fi
+report bridge-noop ok "$GOT" "$DETAIL"
+
+# 3. A second checkpoint of the sandbox restored in case 2, then a plain start.
+cycle "$bridge_id" c2
+if [ "$GOT" = FAILED ]; then api POST "/containers/$bridge_id/start"; DETAIL="$DETAIL; a plain start then: HTTP $STATUS $(message)"; fi
+report second-checkpoint FAILED "$GOT" "$DETAIL"
 
 # 4. The holder's stdio left on the Engine's exec pipes (as every process the library runs).
-keeper stdio bridge; holder "$ID" engine; before=$(state_of "$ID")
-checkpoint "$ID" c1 true
-if [ "$STATUS" != 201 ]; then report exec-stdio FAILED FAILED "checkpoint: $(message)"
-elif restore "$ID" c1; then kept "$ID" "$before" && report exec-stdio FAILED ok "$KEPT" || report exec-stdio FAILED FAILED "$KEPT"
-else report exec-stdio FAILED FAILED "restore: HTTP $STATUS $(message | cut -c1-400)"; fi
+keeper stdio bridge; holder "$ID" engine
+cycle "$ID" c1; report exec-stdio FAILED "$GOT" "$DETAIL"
 
 # 5. A checkpoint that leaves the sandbox running (Exit false).
 keeper leave bridge; holder "$ID" null
@@ -243,18 +247,14 @@ fi
 #    and refuses its start ("cannot start a paused container, try unpause instead", 409);
 #    after an unpause it reads "exited", sometimes "running" for a moment first, so the
 #    restore waits for not-running.
-keeper paused bridge; holder "$ID" null; before=$(state_of "$ID")
-api POST "/containers/$ID/pause"; checkpoint "$ID" c1 true
-if [ "$STATUS" != 201 ]; then report paused ok FAILED "checkpoint: $(message)"
-else
-  api GET "/containers/$ID/json"; after=$(printf '%s' "$BODY" | jq -c '.State | {Status, Paused}')
-  api POST "/containers/$ID/start?checkpoint=c1"; refused="start before unpause: HTTP $STATUS $(message)"
-  api POST "/containers/$ID/unpause"; refused="$refused; unpause: HTTP $STATUS"
-  api POST "/containers/$ID/wait?condition=not-running"
-  if restore "$ID" c1; then
-    kept "$ID" "$before" && report paused ok ok "state after checkpoint $after; $refused; $KEPT$(retried)" || report paused ok FAILED "$KEPT"
-  else report paused ok FAILED "state after checkpoint $after; $refused; restore: HTTP $STATUS $(message)"; fi
-fi
+unpause_first() {
+  api GET "/containers/$1/json"; DETAIL="state after checkpoint $(printf '%s' "$BODY" | jq -c '.State | {Status, Paused}')"
+  api POST "/containers/$1/start?checkpoint=c1"; DETAIL="$DETAIL; start before unpause: HTTP $STATUS $(message)"
+  api POST "/containers/$1/unpause"; DETAIL="$DETAIL; unpause: HTTP $STATUS; "
+  api POST "/containers/$1/wait?condition=not-running"
+}
+keeper paused bridge; holder "$ID" null; before=$(state_of "$ID"); api POST "/containers/$ID/pause"
+BEFORE=$before cycle "$ID" c1 unpause_first; report paused ok "$GOT" "$DETAIL"
 
 [ "$mismatches" -eq 0 ] && echo "every case as docs/profiles.md records" || echo "$mismatches case(s) differ from docs/profiles.md"
 [ "$mismatches" -eq 0 ]
