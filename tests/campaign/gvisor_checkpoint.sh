@@ -6,7 +6,7 @@
 #
 #   bash tests/campaign/gvisor_checkpoint.sh
 #
-# Each case makes a fresh keeper container shaped like the `linux-x64-gvisor` keeper (the
+# Most cases make a fresh keeper container shaped like the `linux-x64-gvisor` keeper (the
 # create body of lib/docker/keeper/spec.ts as a library-made keeper reads back: runsc,
 # read-only root, tmpfs /tmp, /home/sandbox and /dev/shm, a volume at /workspace, CapDrop
 # ALL, no-new-privileges, the keeper uid 65533, PidsLimit 256, 256 MiB, 1 CPU, LogConfig
@@ -14,9 +14,9 @@
 # holder as an exec (the agent uid 65534: a shell that draws 8 random bytes once, keeps them
 # in a variable and counts in memory, writing "<token> <count>" to /tmp/state every 0.2 s),
 # then drives the Engine's checkpoint endpoints with curl:
-#   POST /containers/{id}/checkpoints {CheckpointID, Exit}, GET …/checkpoints,
+#   POST /containers/{id}/checkpoints {CheckpointID, Exit[, CheckpointDir]},
 #   POST /containers/{id}/start?checkpoint=…[&checkpoint-dir=…]
-# A restore counts as keeping memory when the exec'd process is running again with the same
+# A restore counts as keeping memory when the holder is running again with the same
 # token and a count at least the one read just before the checkpoint (a restart would draw
 # a new token and count from 1). A restore that fails with moby's known race "failed to
 # upload checkpoint to containerd: commit failed: content sha256:…: already exists"
@@ -139,6 +139,18 @@ holder() { # ID STDIO
   sleep 1.5
 }
 
+# plain NAME NETWORKMODE: a runsc container with none of the hardening whose main process
+# is the memory holder (as root); sets ID
+plain() {
+  api POST "/containers/create?name=$PREFIX-$1" "$(jq -nc --arg image "$IMAGE" --arg network "$2" --arg holder "$HOLDER" \
+    '{Image: $image, Cmd: ["/bin/sh", "-c", $holder], HostConfig: {Runtime: "runsc", NetworkMode: $network}}')"
+  [ "$STATUS" = 201 ] || { echo "cannot create the $1 container: $(message)"; exit 1; }
+  ID=$(printf '%s' "$BODY" | jq -r .Id); made+=("$ID")
+  api POST "/containers/$ID/start"
+  [ "$STATUS" = 204 ] || { echo "cannot start the $1 container: $(message)"; exit 1; }
+  sleep 1.5
+}
+
 checkpoint() { # ID NAME EXIT [DIR]
   api POST "/containers/$1/checkpoints" "$(jq -nc --arg n "$2" --argjson e "$3" --arg d "${4:-}" \
     '{CheckpointID: $n, Exit: $e} + (if $d == "" then {} else {CheckpointDir: $d} end)')"
@@ -223,6 +235,11 @@ report second-checkpoint FAILED "$GOT" "$DETAIL"
 # 4. The holder's stdio left on the Engine's exec pipes (as every process the library runs).
 keeper stdio bridge; holder "$ID" engine
 cycle "$ID" c1; report exec-stdio FAILED "$GOT" "$DETAIL"
+
+# 4b. Without any of the hardening: a plain runsc container, NetworkMode none and the
+#     engine's default (bridge, attaching nothing here). The network mode decides.
+plain plain-none none; cycle "$ID" c1; report plain-none FAILED "$GOT" "$DETAIL"
+plain plain-default default; cycle "$ID" c1; report plain-default ok "$GOT" "$DETAIL"
 
 # 5. A checkpoint that leaves the sandbox running (Exit false).
 keeper leave bridge; holder "$ID" null
