@@ -55,7 +55,7 @@ api() {
     ${3:+-d "$3"} -w '\n%{http_code}' "http://docker/v1.51$2")
   STATUS=${out##*$'\n'}; BODY=${out%$'\n'*}
 }
-message() { printf '%s' "$BODY" | jq -r '.message // empty' 2>/dev/null | head -n 1; }
+message() { printf '%s' "$BODY" | jq -r '.message // "" | split("\n")[0]' 2>/dev/null || true; }
 
 cleanup() {
   local id
@@ -65,6 +65,12 @@ cleanup() {
     # runtime root, which the container's removal does not clear; `runsc delete -force`
     # removes it while panicking ("invalid state transition: paused => stopped", exit 2).
     if [ -e "$RUNSC_ROOT/${id}_sandbox:${id}.state" ]; then runsc --root "$RUNSC_ROOT" delete -force "$id" >/dev/null 2>&1 || true; fi
+    # Its containerd shim keeps running too, past the removal and past dockerd's stop: end
+    # the shim of exactly this container on this engine, by its PID.
+    local shim
+    for shim in $(pgrep -f -x ".*/containerd-shim-runc-v2 -namespace moby -id $id -address $RUN_DIR/exec/containerd/containerd.sock" || true); do
+      kill -TERM "$shim" 2>/dev/null || true
+    done
   done
   for id in "${volumes[@]}"; do api DELETE "/volumes/$id?force=true"; done
   rm -rf "$HOME_DIR/checkpoints-$PREFIX"
