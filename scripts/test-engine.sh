@@ -49,6 +49,12 @@
 #                           forwarding is not touched then.
 #   AGENTCELL_ENGINE_LIVE_RESTORE set to 1 for "live-restore": true in the daemon config
 #                           (containers keep running across a dockerd restart)
+#   AGENTCELL_ENGINE_EXPERIMENTAL set to 1 for "experimental": true in the daemon config:
+#                           the Engine's checkpoint endpoints (POST/GET/DELETE
+#                           /containers/{id}/checkpoints, start ?checkpoint=) answer only
+#                           then. For the checkpoint investigation (docs/profiles.md,
+#                           "Checkpoints (memory state)"); give it its own _HOME, _RUN and
+#                           BESIDE=1, never the shared test engine
 #
 # What a start changes on the host (a just-booted machine has none of it), before dockerd
 # starts: net.ipv4.ip_forward is set to 1 and, when this script turned it on, the iptables
@@ -135,13 +141,15 @@ install_host_tools() {
   DEBIAN_FRONTEND=noninteractive apt-get -q install -y --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The daemon config: the gVisor runtime (see the header), and live-restore when asked.
-# Rewritten on every start.
+# The daemon config: the gVisor runtime (see the header), live-restore and experimental
+# when asked. Rewritten on every start.
 write_daemon_config() {
   local runsc; runsc=$(command -v runsc) || die "cannot register gVisor: runsc is missing (apt-get install -y runsc)"
-  local live=false
+  local live=false experimental=false
   [ "${AGENTCELL_ENGINE_LIVE_RESTORE:-}" = 1 ] && live=true
-  printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}, "live-restore": %s}\n' "$runsc" "$live" >"$HOME_DIR/daemon.json"
+  [ "${AGENTCELL_ENGINE_EXPERIMENTAL:-}" = 1 ] && experimental=true
+  printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}, "live-restore": %s, "experimental": %s}\n' \
+    "$runsc" "$live" "$experimental" >"$HOME_DIR/daemon.json"
 }
 
 # The kernel state dockerd reads once when it starts (see the header). On the host:
