@@ -8,7 +8,7 @@
 import { IPV4_FORWARDING_FIX } from "../docker/admission/daemon.ts";
 import { MAX_API_VERSION, MIN_API_VERSION, negotiateApiVersion } from "../engine/api_version.ts";
 import { DockerEngine } from "../engine/client.ts";
-import { COMMON_HELP, endpointOf, parse, profileVerdicts } from "./_options.ts";
+import { COMMON_HELP, parse, profileVerdicts, UsageError, withEndpoint } from "./_options.ts";
 
 /** Help of `doctor`. */
 export const DOCTOR_HELP = `agentcell doctor [--endpoint URL]
@@ -22,10 +22,13 @@ ${COMMON_HELP.split("\n").filter((line) => /--endpoint|--help/u.test(line)).join
 
 /** Run `doctor`; resolves with the exit code. */
 export async function doctor(args: readonly string[], out: (line: string) => void): Promise<number> {
-  const { values } = parse(args, { endpoint: { type: "string" } });
-  const endpoint = endpointOf(values);
-  const engine = new DockerEngine(endpoint);
-  const [version, info] = await Promise.all([engine.version({ timeoutMs: 10_000 }), engine.info({ timeoutMs: 10_000 })]);
+  const { values, positionals } = parse(args, { endpoint: { type: "string" } });
+  if (positionals.length > 0) throw new UsageError(`Cannot run doctor: unexpected argument ${JSON.stringify(positionals[0])} (it takes only --endpoint)`);
+  const { endpoint, version, info } = await withEndpoint(values, async (endpoint) => {
+    const engine = new DockerEngine(endpoint);
+    const [version, info] = await Promise.all([engine.version({ timeoutMs: 10_000 }), engine.info({ timeoutMs: 10_000 })]);
+    return { endpoint, version, info };
+  });
   let api: string;
   try {
     api = `API ${version.ApiVersion} (negotiated ${negotiateApiVersion(version.ApiVersion)})`;

@@ -16,7 +16,8 @@ import type { DockerSandboxProfile } from "../docker/profiles.ts";
 import { unmetDaemonRequirements } from "../docker/admission/daemon.ts";
 import { DockerEngine } from "../engine/client.ts";
 import type { EngineInfo, EngineVersion } from "../engine/system.ts";
-import { SandboxConfigurationError } from "../sandbox/errors.ts";
+import { connectFaultOf } from "../docker/_engine_errors.ts";
+import { SandboxConfigurationError, SandboxEngineError } from "../sandbox/errors.ts";
 
 /** A usage mistake: the command prints it with the subcommand's help and exits 2. */
 export class UsageError extends Error {
@@ -60,6 +61,35 @@ export function endpointOf(values: { endpoint?: string }): string {
   return values.endpoint ?? process.env.AGENTCELL_ENGINE ?? "unix:///var/run/docker.sock";
 }
 
+/** Where {@linkcode endpointOf} took the endpoint from, for messages. */
+function endpointSource(values: { endpoint?: string }): string {
+  if (values.endpoint !== undefined) return "given by --endpoint";
+  if (process.env.AGENTCELL_ENGINE !== undefined) return "from AGENTCELL_ENGINE";
+  return "the default: no --endpoint given and AGENTCELL_ENGINE unset";
+}
+
+/**
+ * Run `work`, the part of a command that talks to the Engine, with the endpoint of `values`;
+ * a socket it cannot connect to (absent, refused, not a socket, not permitted) fails as
+ * "Cannot reach the Docker Engine at <url> (<where the URL came from>): <code>: <meaning>;
+ * <fix>", naming `--endpoint` and `AGENTCELL_ENGINE`. Every other failure passes through.
+ *
+ * @throws {SandboxEngineError} for a socket that cannot be connected to
+ */
+export async function withEndpoint<T>(values: { endpoint?: string }, work: (endpoint: string) => Promise<T>): Promise<T> {
+  const endpoint = endpointOf(values);
+  try {
+    return await work(endpoint);
+  } catch (error) {
+    const fault = connectFaultOf(error);
+    if (fault === undefined) throw error;
+    const fix = fault.systemCode === "EACCES"
+      ? "run as a user the socket admits (its owner or group), or pass --endpoint (or set AGENTCELL_ENGINE) to another socket"
+      : "start the Docker daemon, or pass --endpoint unix:///path/of/docker.sock (or set AGENTCELL_ENGINE) to the socket of one that runs";
+    throw new SandboxEngineError(`Cannot reach the Docker Engine at ${endpoint} (${endpointSource(values)}): ${fault.systemCode}: ${fault.meaning}; ${fix}`, { cause: error });
+  }
+}
+
 /** The image: the option or `$AGENTCELL_IMAGE`. */
 export function imageOf(values: { image?: string }): string {
   const image = values.image ?? process.env.AGENTCELL_IMAGE;
@@ -83,15 +113,18 @@ export function profileVerdicts(version: EngineVersion, info: EngineInfo): { nam
   }));
 }
 
+/** The profile named by the option or `$AGENTCELL_PROFILE`, else `undefined` (no I/O). */
+export function namedProfileOf(values: { profile?: string }): DockerSandboxProfile | undefined {
+  const named = values.profile ?? process.env.AGENTCELL_PROFILE;
+  return named === undefined || named === "" ? undefined : named as DockerSandboxProfile;
+}
+
 /**
- * The profile: the option, `$AGENTCELL_PROFILE`, or the first profile of the table that
- * admits the daemon at `endpoint`.
+ * The first profile of the table that admits the daemon at `endpoint` (asks the Engine).
  *
  * @throws {SandboxConfigurationError} when no profile admits the daemon (the message says run doctor)
  */
-export async function profileOf(values: { profile?: string }, endpoint: string): Promise<DockerSandboxProfile> {
-  const named = values.profile ?? process.env.AGENTCELL_PROFILE;
-  if (named !== undefined && named !== "") return named as DockerSandboxProfile;
+export async function admittingProfileOf(endpoint: string): Promise<DockerSandboxProfile> {
   const engine = new DockerEngine(endpoint);
   const [version, info] = await Promise.all([engine.version({ timeoutMs: 10_000 }), engine.info({ timeoutMs: 10_000 })]);
   const admitting = profileVerdicts(version, info).find((verdict) => verdict.unmet.length === 0);

@@ -4,7 +4,7 @@
  * @module
  */
 import { prepareImage } from "../docker/prepare_image.ts";
-import { endpointOf, parse, UsageError } from "./_options.ts";
+import { parse, UsageError, withEndpoint } from "./_options.ts";
 
 /** Help of `prepare-image`. */
 export const PREPARE_IMAGE_HELP = `agentcell prepare-image [--endpoint URL] SOURCE [TAG]
@@ -20,6 +20,6 @@ its sha256: ID: pass it as --image. Nothing is pulled: docker pull or load SOURC
 export async function prepareImageCommand(args: readonly string[], out: (line: string) => void): Promise<number> {
   const { values, positionals } = parse(args, { endpoint: { type: "string" } });
   if (positionals.length < 1 || positionals.length > 2) throw new UsageError("Cannot prepare an image: name SOURCE and optionally TAG, e.g. agentcell prepare-image busybox:latest hello/busybox:1");
-  out(await prepareImage(endpointOf(values), positionals[0], positionals[1]));
+  out(await withEndpoint(values, (endpoint) => prepareImage(endpoint, positionals[0], positionals[1])));
   return 0;
 }

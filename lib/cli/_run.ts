@@ -7,10 +7,21 @@
  * @module
  */
 import process from "node:process";
-import { openSandbox } from "../docker/open_sandbox.ts";
+import { checkOpenSandboxOptions, openSandbox, type OpenSandboxOptions } from "../docker/open_sandbox.ts";
 import type { DockerSandbox } from "../docker/sandbox.ts";
 import type { SandboxExitReceipt } from "../sandbox/process.ts";
-import { COMMON_HELP, COMMON_OPTIONS, defaultRecordsDirectory, endpointOf, imageOf, parse, profileOf, UsageError } from "./_options.ts";
+import {
+  admittingProfileOf,
+  COMMON_HELP,
+  COMMON_OPTIONS,
+  defaultRecordsDirectory,
+  endpointOf,
+  imageOf,
+  namedProfileOf,
+  parse,
+  UsageError,
+  withEndpoint,
+} from "./_options.ts";
 
 const SANDBOX_OPTIONS = {
   ...COMMON_OPTIONS,
@@ -60,9 +71,13 @@ function numberOption(value: string | undefined, name: string): number | undefin
 
 type SandboxValues = ReturnType<typeof parse<typeof SANDBOX_OPTIONS>>["values"];
 
-/** Open the sandbox the options describe. */
+/**
+ * Open the sandbox the options describe. Every option is checked first, without I/O (the
+ * numbers, the network, the image, and all that `openSandbox` checks before it makes
+ * anything); only then is the Engine asked which profile admits it (unless one is named),
+ * and the sandbox opened. A socket that cannot be connected to names --endpoint.
+ */
 async function open(values: SandboxValues, signal: AbortSignal): Promise<DockerSandbox> {
-  const endpoint = endpointOf(values);
   const resources = {
     cpus: numberOption(values.cpus, "cpus") ?? 1,
     memoryBytes: numberOption(values.memory, "memory") ?? 256 * 1024 * 1024,
@@ -70,16 +85,22 @@ async function open(values: SandboxValues, signal: AbortSignal): Promise<DockerS
   };
   const network = values.network ?? "isolated";
   if (network !== "isolated" && network !== "outbound") throw new UsageError(`Cannot read --network: ${JSON.stringify(network)} is neither isolated nor outbound`);
-  return await openSandbox({
-    endpoint,
+  const named = namedProfileOf(values);
+  const options = {
+    endpoint: endpointOf(values),
     imageDigest: imageOf(values),
-    profile: await profileOf(values, endpoint),
+    ...(named === undefined ? {} : { profile: named }),
     ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
     recordsDirectory: values.records ?? defaultRecordsDirectory(),
     ...(values.spill === undefined ? {} : { spillDirectory: values.spill }),
     policy: { resources, network },
-    signal,
-  });
+  } satisfies OpenSandboxOptions;
+  // Without a named profile, the default one stands in for this check; openSandbox checks
+  // again with the profile the Engine admits.
+  checkOpenSandboxOptions(options);
+  return await withEndpoint(values, async (endpoint) =>
+    await openSandbox({ ...options, profile: named ?? await admittingProfileOf(endpoint), signal })
+  );
 }
 
 /** The exit code a receipt becomes: the command's, or 1 when the sandbox stopped first. */

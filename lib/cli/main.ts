@@ -58,15 +58,18 @@ async function main(argv: readonly string[]): Promise<number> {
       return 2;
     }
     const code = (error as { code?: unknown }).code;
-    const message = cliTerms((error as Error).message ?? String(error));
+    const text = (error as Error).message ?? String(error);
+    // The mcp and reclaim commands take their fields from a file, not from flags.
+    const message = name === "mcp" || name === "reclaim" ? text : cliTerms(text);
     process.stderr.write(`${(error as Error).name ?? "Error"}${typeof code === "string" ? ` [${code}]` : ""}: ${message}\n`);
     return 1;
   }
 }
 
 /**
- * The library's messages name its configuration fields; on the command line they are flags.
- * Each field a flag sets is named as the flag, with the field after it.
+ * The library's messages name its configuration fields and policy; on the command line they
+ * are flags. Each field a flag of run, shell, doctor or prepare-image sets is named as the
+ * flag, with the field after it.
  */
 function cliTerms(message: string): string {
   return message
@@ -74,7 +77,12 @@ function cliTerms(message: string): string {
     .replaceAll(/\bconfig\.imageDigest\b/gu, "--image (config.imageDigest)")
     .replaceAll(/\bconfig\.profile\b/gu, "--profile (config.profile)")
     .replaceAll(/\bconfig\.namespace\b/gu, "--namespace (config.namespace)")
-    .replaceAll(/\bconfig\.spillDirectory\b/gu, "--spill (config.spillDirectory)");
+    .replaceAll(/\bconfig\.spillDirectory\b/gu, "--spill (config.spillDirectory)")
+    .replaceAll(/\boptions\.recordsDirectory\b/gu, "--records (options.recordsDirectory)")
+    .replaceAll(/\bpolicy\.resources\.cpus\b/gu, "--cpus (policy.resources.cpus)")
+    .replaceAll(/\bpolicy\.resources\.memoryBytes\b/gu, "--memory (policy.resources.memoryBytes)")
+    .replaceAll(/\bpolicy\.resources\.pids\b/gu, "--pids (policy.resources.pids)")
+    .replaceAll(/\bpolicy\.network\b/gu, "--network (policy.network)");
 }
 
 process.exitCode = await main(process.argv.slice(2));

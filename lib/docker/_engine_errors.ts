@@ -12,13 +12,34 @@ import {
 import { denialReason, denoPermissionDenial } from "../internal/deno_permission.ts";
 import { reasonOf } from "../internal/reason.ts";
 
-/** What a failed connect's system error code means for the caller, and what to do. */
-const CONNECT_ADVICE: Readonly<Record<string, string>> = {
-  ENOENT: "no socket exists at that path: check config.endpoint and that the Docker daemon runs",
-  ECONNREFUSED: "nothing listens on that socket: check config.endpoint and that the Docker daemon runs",
-  ENOTSOCK: "that path is not a socket: check config.endpoint",
-  EACCES: "this user may not open that socket: run as a user the socket admits (its owner or group)",
+/** What a failed connect's system error code means, and what to do (in the backend's terms). */
+const CONNECT_FAULTS: Readonly<Record<string, { readonly meaning: string; readonly fix: string }>> = {
+  ENOENT: { meaning: "no socket exists at that path", fix: "check config.endpoint and that the Docker daemon runs" },
+  ECONNREFUSED: { meaning: "nothing listens on that socket", fix: "check config.endpoint and that the Docker daemon runs" },
+  ENOTSOCK: { meaning: "that path is not a socket", fix: "check config.endpoint" },
+  EACCES: { meaning: "this user may not open that socket", fix: "run as a user the socket admits (its owner or group)" },
 };
+
+/**
+ * A connect to the Engine's socket that failed with a known system error, found in
+ * `error`'s cause chain (a {@linkcode DockerEngineTransportError} `connection`), or
+ * `undefined` for any other failure. The system code is the same on every runtime; the
+ * transport's own text is not (Node: `connect ENOENT /x.sock`, Deno: `No such file or
+ * directory (os error 2)`, Bun: `Failed to connect`), so callers word the failure from this.
+ *
+ * @param error any failure
+ * @returns the system code (`ENOENT`, `ECONNREFUSED`, `ENOTSOCK`, `EACCES`), what it means,
+ *   and the backend's fix (naming `config.endpoint`)
+ */
+export function connectFaultOf(error: unknown): { readonly systemCode: string; readonly meaning: string; readonly fix: string } | undefined {
+  for (let at: unknown = error, depth = 0; at instanceof Error && depth < 8; at = at.cause, depth++) {
+    if (!(at instanceof DockerEngineTransportError) || at.code !== "connection") continue;
+    const systemCode = (at.cause as { code?: unknown } | undefined)?.code;
+    const fault = typeof systemCode === "string" ? CONNECT_FAULTS[systemCode] : undefined;
+    return fault === undefined ? undefined : { systemCode: systemCode as string, ...fault };
+  }
+  return undefined;
+}
 
 /**
  * Present any failure of an Engine call as a {@linkcode SandboxError}: sandbox errors pass
@@ -38,9 +59,8 @@ export function asSandboxError(error: unknown, action: string): SandboxError {
   if (error instanceof DockerEngineTransportError) {
     if (error.code === "deadline") return new SandboxDeadlineError(`Cannot ${action}: the Engine did not answer in time`, { cause: error });
     if (error.code === "aborted") return new SandboxAbortedError(`Cannot ${action}: aborted`, { cause: error });
-    const systemCode = (error.cause as { code?: unknown } | undefined)?.code;
-    const advice = error.code === "connection" && typeof systemCode === "string" ? CONNECT_ADVICE[systemCode] : undefined;
-    return new SandboxEngineError(`Cannot ${action}: ${reason}${advice ? `; ${advice}` : ""}`, { cause: error });
+    const fault = connectFaultOf(error);
+    return new SandboxEngineError(`Cannot ${action}: ${reason}${fault ? `; ${fault.meaning}: ${fault.fix}` : ""}`, { cause: error });
   }
   if (error instanceof DockerEngineError) {
     return new SandboxEngineError(`Cannot ${action}: ${reason}`, { cause: error, status: error.status });

@@ -15,7 +15,7 @@ import type { SandboxRecoveryPort, SandboxRecoveryRecord } from "../sandbox/back
 import { SandboxConfigurationError } from "../sandbox/errors.ts";
 import type { SandboxPolicyInput, SandboxResources } from "../sandbox/policy.ts";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "./backend.ts";
-import type { DockerSandboxBackendConfig } from "./config.ts";
+import { canonicalPathDefect, type DockerSandboxBackendConfig } from "./config.ts";
 import { createFileRecoveryStore } from "./recovery/store.ts";
 import type { DockerSandbox } from "./sandbox.ts";
 import { addDestroyStep } from "./_destroy_steps.ts";
@@ -141,12 +141,7 @@ const PLACEHOLDER_SPILL = "/nonexistent/agentcell-spill";
  * ```
  */
 export async function openSandbox(options: OpenSandboxOptions): Promise<DockerSandbox> {
-  const { backendConfig, policy, recordsDirectory, signal } = validateOpenOptions(options);
-  // Every option is checked before anything is made: the backend and a reservation are
-  // inert, so a trial pair with a placeholder spill directory validates the configuration and
-  // the policy (against the profile too); the real spill directory comes after.
-  createDockerSandboxBackend({ ...backendConfig, spillDirectory: backendConfig.spillDirectory ?? PLACEHOLDER_SPILL })
-    .reserve({ policy }, memoryPort());
+  const { backendConfig, policy, recordsDirectory, signal } = checkedOpenOptions(options);
   const store = recordsDirectory === undefined ? undefined : await createFileRecoveryStore(recordsDirectory);
   const madeSpill = backendConfig.spillDirectory === undefined ? await makePrivateSpillDirectory() : undefined;
   const removeSpill = () => madeSpill === undefined ? Promise.resolve() : rm(madeSpill, { recursive: true, force: true });
@@ -164,7 +159,46 @@ export async function openSandbox(options: OpenSandboxOptions): Promise<DockerSa
   return sandbox;
 }
 
-/** The options split and checked: the backend configuration, the full policy, the rest. */
+/**
+ * Check the options of {@linkcode openSandbox} without I/O: everything `openSandbox` checks
+ * before it makes anything (its own options, the backend configuration, the policy against
+ * the profile, the records directory's path), so a caller can refuse bad input before it
+ * talks to the Engine (the `agentcell` command does, before it asks the Engine which profile
+ * admits it).
+ *
+ * @param options as for {@linkcode openSandbox}
+ * @throws {SandboxConfigurationError} naming the first invalid option, as `openSandbox` does
+ * @throws {SandboxUnsupportedError} for a policy the profile cannot enforce
+ *
+ * @example
+ * ```ts
+ * import { checkOpenSandboxOptions } from "./open_sandbox.ts";
+ *
+ * checkOpenSandboxOptions({ endpoint: "unix:///var/run/docker.sock", imageDigest: `sha256:${"a".repeat(64)}` }); // passes: no I/O
+ * ```
+ */
+export function checkOpenSandboxOptions(options: OpenSandboxOptions): void {
+  checkedOpenOptions(options);
+}
+
+/**
+ * The options checked (see {@linkcode checkOpenSandboxOptions}) and split: the backend
+ * configuration, the full policy, the rest.
+ */
+function checkedOpenOptions(options: OpenSandboxOptions): ReturnType<typeof validateOpenOptions> {
+  const checked = validateOpenOptions(options);
+  const { backendConfig, policy, recordsDirectory } = checked;
+  // The backend and a reservation are inert, so a trial pair with a placeholder spill
+  // directory validates the configuration and the policy (against the profile too); the
+  // real spill directory comes after.
+  createDockerSandboxBackend({ ...backendConfig, spillDirectory: backendConfig.spillDirectory ?? PLACEHOLDER_SPILL })
+    .reserve({ policy }, memoryPort());
+  const defect = recordsDirectory === undefined ? undefined : canonicalPathDefect(recordsDirectory);
+  if (defect !== undefined) throw new SandboxConfigurationError(`Cannot ${ACTION}: options.recordsDirectory ${defect}`);
+  return checked;
+}
+
+/** The options split and their own fields checked: the backend configuration, the full policy, the rest. */
 function validateOpenOptions(options: OpenSandboxOptions): {
   backendConfig: DockerSandboxBackendConfig & { spillDirectory?: string };
   policy: SandboxPolicyInput;

@@ -7,13 +7,15 @@
  * @module
  */
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../docker/backend.ts";
+import { normalizeBackendConfig } from "../docker/config.ts";
 import { openSandbox } from "../docker/open_sandbox.ts";
 import { type ReclaimReport, reclaimRecords } from "../docker/recovery/reclaim.ts";
 import { createFileRecoveryStore } from "../docker/recovery/store.ts";
 import type { DockerSandbox } from "../docker/sandbox.ts";
 import { SandboxConfigurationError, SandboxQuotaError } from "../sandbox/errors.ts";
-import type { SandboxResources } from "../sandbox/policy.ts";
+import { normalizePolicy, type SandboxResources } from "../sandbox/policy.ts";
 import type { McpServerSettings } from "./config.ts";
+import { admitMcpEngine } from "./_admit_engine.ts";
 
 /** One sandbox of the server. */
 export interface McpSandboxEntry {
@@ -50,8 +52,26 @@ export class McpSandboxes {
 
   /** The backend of this configuration (inert), for recovering its records. */
   #backend(): DockerSandboxBackend {
-    // Recovery never spills; the records directory stands in when none is configured.
-    return createDockerSandboxBackend({ ...this.#backendFields(), spillDirectory: this.#settings.spillDirectory ?? this.#settings.recordsDirectory });
+    return createDockerSandboxBackend(this.#backendConfig());
+  }
+
+  /** The backend's configuration of this server (recovery never spills: the records directory stands in). */
+  #backendConfig() {
+    return { ...this.#backendFields(), spillDirectory: this.#settings.spillDirectory ?? this.#settings.recordsDirectory };
+  }
+
+  /**
+   * Check the configuration's backend fields, ceiling and network (no I/O), then its Engine:
+   * the endpoint answers, the profile admits the daemon, the image is there and admissible
+   * (`admitMcpEngine`). Creates nothing.
+   *
+   * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} naming the field (`config.…`, `policy.…`)
+   * @throws {SandboxError} from `admitMcpEngine`, naming the field of the config file (`mcp.…`)
+   */
+  async admit(): Promise<void> {
+    const policy = { resources: this.#settings.ceiling, network: this.#settings.network };
+    this.#backend().reserve({ policy }, { record: () => Promise.resolve() });
+    await admitMcpEngine(normalizeBackendConfig(this.#backendConfig()), normalizePolicy(policy));
   }
 
   /**

@@ -61,7 +61,7 @@ export function toolCall<A>(
     const started = Date.now();
     const deadline = new AbortController();
     const deadlineError = new SandboxDeadlineError(
-      `Cannot finish ${name}: the tool's deadline of ${timeoutMs} ms passed (toolTimeoutMs in the server's configuration); its work was aborted (a command's process group killed: a process it moved out of the group, with setsid say, may still run until sandbox_destroy)`,
+      `Cannot finish ${name}: the tool's deadline of ${timeoutMs} ms passed (toolTimeoutMs in the server's configuration); its work was aborted (a command killed with every process it started, those it moved out of its group with setsid included)`,
     );
     const timer = setTimeout(() => deadline.abort(deadlineError), timeoutMs);
     const signal = AbortSignal.any([deadline.signal, extra.signal]);

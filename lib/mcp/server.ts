@@ -45,7 +45,9 @@ export interface McpSandboxServer {
 }
 
 /**
- * Start the MCP server of `config`: validate it, reclaim what the records directory names
+ * Start the MCP server of `config`: validate it, check its Engine (the endpoint answers, the
+ * profile admits the daemon, the image is there and admissible: the backend's admission,
+ * nothing created), reclaim what the records directory names
  * (the sandboxes of a previous server of this configuration that crashed; records of a
  * server that still runs are locked and stay), register the tools and connect `transport`.
  *
@@ -60,6 +62,10 @@ export interface McpSandboxServer {
  * @returns the running server
  * @throws {SandboxConfigurationError} naming the first invalid field of `config`, or an
  *   unusable records directory, or an `exportRoot` that is not a directory
+ * @throws {SandboxEngineError} "Cannot start the MCP server: mcp.endpoint … does not answer …"
+ *   when the Engine cannot be reached (before `transport` is connected)
+ * @throws {SandboxUnsupportedError} naming `mcp.profile` or `mcp.imageDigest` (or
+ *   `mcp.network`, `mcp.proxyImageDigest`) when the daemon or the image is refused, and the fix
  * @throws {Error} what `store.list()` throws for an unreadable records directory
  *
  * @example
@@ -83,6 +89,9 @@ export async function startMcpServer(config: McpServerConfig, options: StartMcpS
   }
   const log: McpLog = options.write === undefined ? () => {} : boundedLog(options.write);
   const sandboxes = new McpSandboxes(settings);
+  // The Engine is checked before the transport is connected (before stdin is read): a server
+  // whose daemon, profile or image cannot serve a sandbox never answers `initialize`.
+  await sandboxes.admit();
   const reclaimed = await sandboxes.reclaim();
   const { reclaimed: done, pending, refused } = reclaimed.counts;
   log(`start: ${settings.recordsDirectory}: ${done} reclaimed, ${pending} pending, ${refused} refused`);

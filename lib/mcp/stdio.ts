@@ -19,6 +19,8 @@ import { startMcpServer } from "./server.ts";
  * @param file path of the JSON config file (see `McpServerConfig`)
  * @returns how it ended: `"closed"` (stdin ended) or the signal's name
  * @throws {SandboxConfigurationError} for an unreadable or invalid config file
+ * @throws {SandboxError} when its Engine cannot serve a sandbox (see `startMcpServer`):
+ *   checked before stdin is read
  */
 export async function serveMcpStdio(file: string): Promise<"closed" | "SIGINT" | "SIGTERM"> {
   const config = await loadMcpServerConfig(file);

@@ -144,13 +144,17 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
   });
 }, { timeout: 180_000 });
 
-engineTest("MCP server ends a command that would run forever at the tool's deadline, with what it wrote", async () => {
+engineTest("MCP server ends a command that would run forever at the tool's deadline, with what it wrote and what it moved out of its group", async () => {
   await withMcpWorld({ toolTimeoutMs: 8_000 }, async (world) => {
     await withServer(world, async ({ call }) => {
       const sandboxId = sandboxIdOf((await call("sandbox_create")).text);
-      const ran = await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", "echo started; exec sleep 1000000"] });
+      const ran = await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", "setsid sleep 1000001 & echo started; exec sleep 1000000"] });
       assert.equal(ran.isError, false, ran.text);
       assert.match(ran.text, /^killed \(timeout, exit code \d+\): it ran until its timeout of \d+ ms \(the tool's deadline, or the timeoutMs asked for\)\n--- stdout: 8 bytes\nstarted\n/u);
+      // The process it moved into a session of its own (setsid) ended with it. The guest's
+      // /proc is scanned for it (its own scan does not match: the pattern is split).
+      const scan = 'for d in /proc/[0-9]*; do tr "\\0" " " < $d/cmdline 2>/dev/null; echo; done | grep -c "sleep 100000""1" || true';
+      await eventually("the setsid process to be gone", async () => (await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", scan] })).text.startsWith("exit code 0\n--- stdout: 2 bytes\n0\n") ? true : undefined);
       // The sandbox still works after the deadline.
       assert.equal((await call("sandbox_run", { sandboxId, command: ["/bin/echo", "after"] })).text, "exit code 0\n--- stdout: 6 bytes\nafter\n--- stderr: empty\n");
       await call("sandbox_destroy", { sandboxId });

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { SandboxConfigurationError, SandboxEngineError, SandboxStateError, SandboxStoppedError } from "../../lib/sandbox/errors.ts";
-import { engineTest } from "./_engine.ts";
-import { testPolicy, text, withSandbox } from "./_sandbox.ts";
+import { runOutputOf } from "../../lib/sandbox/run.ts";
+import { engineTest, eventually } from "./_engine.ts";
+import { readUntil, testPolicy, text, withSandbox } from "./_sandbox.ts";
 
 const encoder = new TextEncoder();
 
@@ -127,3 +128,29 @@ engineTest("DockerSandbox exit receipt describes the leader while a descendant s
     assert.deepEqual(await process.exit, { kind: "exited", code: 3 }, "an observed receipt never changes");
   });
 });
+
+engineTest("DockerSandbox a process's timeout and kill() also end the descendants that left its process group with setsid", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    /** The guest's `sleep 100000N` processes still alive (the Engine's own list: a zombie's command is not its arguments). */
+    const left = async () => (await sandbox.processes()).filter((row) => /^sleep 100000\d$/u.test(row.command)).map((row) => row.command);
+    const gone = () => eventually("the escaped descendants to be gone", async () => (await left()).length === 0 ? true : undefined);
+    // Before the kill, the escaped ones run in sessions of their own (the group kill would miss them).
+    const escaped = "setsid sh -c 'sleep 1000001 & exec sleep 1000002' & setsid sleep 1000003 & echo started; exec sleep 1000000";
+    const timed = await sandbox.run("/bin/sh", ["-c", escaped], { timeoutMs: 3000 }).then(
+      () => assert.fail("the command outlived its timeout"),
+      (error) => runOutputOf(error),
+    );
+    assert.deepEqual(timed?.exit, { kind: "killed", reason: "timeout", code: 137 });
+    assert.equal(new TextDecoder().decode(timed?.stdout), "started\n");
+    await gone();
+
+    const process = await sandbox.reserveProcess({ executable: "/bin/sh", args: ["-c", "setsid sleep 1000004 & sleep 0.2; echo ready; exec sleep 1000005"] }).start();
+    await process.stdin.close();
+    await readUntil(process.stdout, (seen) => seen.includes("ready\n"));
+    assert.deepEqual((await left()).sort(), ["sleep 1000004", "sleep 1000005"], "the escaped one runs beside its leader");
+    await process.kill();
+    assert.deepEqual(await process.exit, { kind: "killed", reason: "requested", code: 137 });
+    await gone();
+    assert.equal(sandbox.state, "running", "only the process's own were ended");
+  });
+}, { timeout: 180_000 });

@@ -8,11 +8,14 @@
  * (`/proc/self/comm`). Either way the marked process is its exec's leader: runc starts every
  * exec in a session of its own, so the leader is its session and process-group leader, and
  * its parent lies outside the guest's PID namespace (its `ppid` there is 0). The command and
- * its descendants stay in that group unless they leave it. The kill scans `/proc/<pid>/stat`
- * (and, of exec leaders only, `/proc/<pid>/limits`) with shell builtins only (no fork, so it
- * still runs when a fork bomb holds every PID but the one of its own exec) and sends
- * `SIGKILL` to the group and its leader. A mark no exec leader carries any more kills
- * nothing. A process may change its own mark, but never another process's (the kernel lets
+ * its descendants stay in that group unless they leave it; with the plain wrapper they carry
+ * the mark wherever they go (limits are inherited across `fork`, `exec` and `setsid`). The
+ * kill scans `/proc/<pid>/stat` and `/proc/<pid>/limits` with shell builtins only (no fork,
+ * so it still runs when a fork bomb holds every PID but the one of its own exec) and sends
+ * `SIGKILL` to the group and its leader, and to every other process that carries the mark
+ * in its limits (a descendant that left the group) with the group it leads. A mark no exec
+ * leader carries any more is reported as not found (what still carries it in its limits is
+ * killed all the same). A process may change its own mark, but never another process's (the kernel lets
  * a process set only its own limits and `comm`), so a guest process can at most make its own
  * kill miss (and the sandbox then stops instead).
  *
@@ -25,14 +28,19 @@ import { WORK_PATH } from "../guest_paths.ts";
 /**
  * The kill script; `$1` is the process's mark. For every exec leader (`ppid` 0) whose `comm`
  * or soft `RLIMIT_LOCKS` is the mark, it kills the leader's process group and the leader; it
- * exits 0 when it found one, {@linkcode NOT_FOUND} when none carries the mark. `read`, `set`
- * and `kill` are builtins of every POSIX shell, so the script needs nothing but `/bin/sh` and
- * `/proc`.
+ * exits 0 when it found one, {@linkcode NOT_FOUND} when none carries the mark. It also kills
+ * every other live process whose soft `RLIMIT_LOCKS` is the mark, with the group it leads: a
+ * descendant that left the leader's process group (`setsid`, a shell's job control) still
+ * carries the mark it inherited, so it is ended with the command instead of running on until
+ * the sandbox stops. It scans again while a scan killed such a process (a descendant may fork
+ * while it runs; at most 100 scans). `read`, `set`, `kill` and `$((…))` are builtins of every
+ * POSIX shell, so the script needs nothing but `/bin/sh` and `/proc`.
  */
-export const KILL_SCRIPT = 'm=$1; f=3; for d in /proc/[0-9]*; do p=${d#/proc/}; read -r l 2>/dev/null < "$d/stat" || continue; ' +
-  'set -f; set -- ${l##*) }; set +f; [ "$2" = 0 ] || continue; case $l in "$p ($m) "*) ;; ' +
-  '*) k=; while read -r a b c s r; do [ "$a $b $c" = "Max file locks" ] && k=$s; done 2>/dev/null < "$d/limits"; ' +
-  '[ "$k" = "$m" ] || continue;; esac; kill -9 -"$p" "$p" 2>/dev/null; f=0; done; exit $f';
+export const KILL_SCRIPT = 'm=$1; f=3; n=1; i=0; while [ $n -gt 0 ] && [ $i -lt 100 ]; do i=$((i + 1)); n=0; ' +
+  'for d in /proc/[0-9]*; do p=${d#/proc/}; read -r l 2>/dev/null < "$d/stat" || continue; ' +
+  'set -f; set -- ${l##*) }; set +f; case $2.$l in "0.$p ($m) "*) ;; ' +
+  '*) [ "$1" = Z ] && continue; k=; while read -r a b c s r; do [ "$a $b $c" = "Max file locks" ] && k=$s; done 2>/dev/null < "$d/limits"; ' +
+  '[ "$k" = "$m" ] || continue;; esac; kill -9 -"$p" "$p" 2>/dev/null; if [ "$2" = 0 ]; then f=0; else n=$((n + 1)); fi; done; done; exit $f';
 
 /** Exit code of the kill script when no exec leader carries the mark. */
 const NOT_FOUND = 3;
