@@ -1,0 +1,101 @@
+// A portable snapshot across engines (docs/snapshots.md#portable-snapshots): a snapshot taken
+// on the main engine is exported, imported on the API 1.45 engine, and a fork there sees the
+// same tree — byte-exact contents, modes (set-group-ID included), empty directories, mtimes.
+// A snapshot holding a symlink is refused in the export stream (only regular files and
+// directories travel) and the importing engine keeps nothing. Cleanup on both engines.
+//
+// Environment: as tests/compat/api_floor.test.ts (AGENTCELL_TEST_ENGINE is the compat engine,
+// AGENTCELL_TEST_MAIN_ENGINE / AGENTCELL_TEST_MAIN_BUSYBOX_IMAGE the main one).
+import assert from "node:assert/strict";
+import process from "node:process";
+import { DockerEngine } from "../../lib/engine/client.ts";
+import { DockerEngineError } from "../../lib/engine/errors.ts";
+import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
+import type { DockerWorkspaceSnapshot } from "../../lib/docker/snapshots/snapshot.ts";
+import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery/record.ts";
+import { SandboxUnsupportedError } from "../../lib/sandbox/errors.ts";
+import { engineTest } from "../engine/_engine.ts";
+import { assertGone, testPolicy } from "../engine/_sandbox.ts";
+import { assertNothingLeft, withWorld, type World } from "../engine/_recovery.ts";
+
+const sh = async (sandbox: DockerSandbox, script: string) => (await sandbox.run("/bin/sh", ["-c", script])).stdoutText;
+
+const TREE = [
+  "mkdir -p t/empty t/deep/er/est t/private t/nested/empty/too",
+  "printf 'a\\001\\377\\000z' > t/bin && chmod 600 t/bin",
+  "printf '#!/bin/sh\\necho run\\n' > t/deep/run.sh && chmod 755 t/deep/run.sh",
+  "dd if=/dev/urandom of=t/deep/er/big bs=1024 count=300 2>/dev/null && chmod 640 t/deep/er/big",
+  ": > t/zero && chmod 444 t/zero",
+  "chmod 700 t/private && chmod 2755 t/deep/er/est && chmod 1777 t/nested/empty",
+].join(" && ");
+/** Each path with its mode, size and mtime, then every file's checksum: the tree as the guest sees it. */
+const DESCRIBE = "find t | sort | while read -r p; do stat -c '%n %a %s %Y %F' \"$p\"; done; find t -type f | sort | xargs md5sum";
+
+/** Every record of `world`'s store names nothing that exists on `engine`, its copier included. */
+async function assertStoreHoldsNothing(engine: DockerEngine, world: World): Promise<void> {
+  for (const entry of await world.store.list()) {
+    assert.ok(entry.kind === "record", `a readable, unlocked record: ${entry.kind}`);
+    const record = entry.record as unknown as DockerSandboxRecoveryRecord;
+    await assertNothingLeft(engine, record);
+    await assert.rejects(
+      engine.request("GET", `/containers/${record.identity.names.copier}/json`),
+      (error) => error instanceof DockerEngineError && error.code === "not_found",
+    );
+  }
+}
+
+engineTest("DockerWorkspaceSnapshot taken on the main engine, exported, imported on the API 1.45 engine: a fork there sees the same tree; a symlink is refused and the importer keeps nothing", async (engine) => {
+  const main = process.env.AGENTCELL_TEST_MAIN_ENGINE ?? "";
+  const mainImage = process.env.AGENTCELL_TEST_MAIN_BUSYBOX_IMAGE ?? "";
+  assert.ok(main && mainImage, "set AGENTCELL_TEST_MAIN_ENGINE and AGENTCELL_TEST_MAIN_BUSYBOX_IMAGE (npm test does)");
+  const mainEngine = new DockerEngine(main);
+  assert.notEqual((await mainEngine.info()).ID, (await engine.info()).ID, "two engines");
+  await withWorld(async (origin) => {
+    await withWorld(async (there) => {
+      const sandboxes: [DockerEngine, DockerSandbox][] = [];
+      const snapshots: [World, DockerWorkspaceSnapshot][] = [];
+      try {
+        const source = await origin.backend.reserve({ policy: testPolicy }, origin.store).start();
+        sandboxes.push([mainEngine, source]);
+        await sh(source, TREE);
+        const expected = await sh(source, DESCRIBE);
+        assert.match(expected, /^t\/deep\/er\/est 2755 \d+ \d+ directory$/mu);
+        assert.match(expected, /^t\/nested\/empty 1777 \d+ \d+ directory$/mu);
+        assert.match(expected, /^t\/empty 755 \d+ \d+ directory$/mu);
+        assert.match(expected, /^t\/bin 600 5 \d+ regular file$/mu);
+        assert.match(expected, /^t\/zero 444 0 \d+ regular empty file$/mu);
+        const snapshot = await source.snapshot();
+        snapshots.push([origin, snapshot]);
+
+        const imported = await there.backend.importSnapshot(await snapshot.export(), there.store);
+        snapshots.push([there, imported]);
+        assert.equal(imported.sourceId, undefined);
+        assert.deepEqual((await there.backend.snapshots(there.store)).map((listed) => listed.id), [imported.id]);
+        const fork = await there.backend.reserve({ policy: testPolicy, workspace: { from: imported } }, there.store).start();
+        sandboxes.push([engine, fork]);
+        assert.equal(await sh(fork, DESCRIBE), expected, "the fork on the API 1.45 engine sees the same tree");
+        assert.equal(await sh(fork, "./t/deep/run.sh && echo mine > t/empty/new && cat t/empty/new"), "run\nmine\n");
+        assert.equal(await sh(source, "ls -A t/empty | wc -l"), "0\n", "the fork's write stays on its engine");
+
+        // A symlink does not travel: the export stream fails, and the compat engine keeps nothing.
+        await sh(source, "ln -s bin t/link");
+        const linked = await source.snapshot();
+        snapshots.push([origin, linked]);
+        await assert.rejects(
+          there.backend.importSnapshot(await linked.export(), there.store),
+          (error) => error instanceof SandboxUnsupportedError && error.code === "unsupported" && /symlink/u.test(error.message),
+        );
+        assert.deepEqual((await there.backend.snapshots(there.store)).map((listed) => listed.id), [imported.id], "the refused import left no snapshot");
+        assert.equal(linked.record.resources.copier?.state, "removed", "the export's holder is gone");
+      } finally {
+        for (const [on, sandbox] of sandboxes) {
+          await sandbox.destroy();
+          await assertGone(on, sandbox);
+        }
+        for (const [world, snapshot] of snapshots) await world.backend.removeSnapshot(snapshot);
+        await assertStoreHoldsNothing(mainEngine, origin);
+        await assertStoreHoldsNothing(engine, there);
+      }
+    });
+  }, main, undefined, { imageDigest: mainImage });
+});
