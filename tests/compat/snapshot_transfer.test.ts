@@ -9,14 +9,12 @@
 import assert from "node:assert/strict";
 import process from "node:process";
 import { DockerEngine } from "../../lib/engine/client.ts";
-import { DockerEngineError } from "../../lib/engine/errors.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import type { DockerWorkspaceSnapshot } from "../../lib/docker/snapshots/snapshot.ts";
-import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery/record.ts";
 import { SandboxUnsupportedError } from "../../lib/sandbox/errors.ts";
 import { engineTest } from "../engine/_engine.ts";
 import { assertGone, testPolicy } from "../engine/_sandbox.ts";
-import { assertNothingLeft, withWorld, type World } from "../engine/_recovery.ts";
+import { assertRecordsHoldNothing, withWorld, type World } from "../engine/_recovery.ts";
 
 const sh = async (sandbox: DockerSandbox, script: string) => (await sandbox.run("/bin/sh", ["-c", script])).stdoutText;
 
@@ -30,19 +28,6 @@ const TREE = [
 ].join(" && ");
 /** Each path with its mode, size and mtime, then every file's checksum: the tree as the guest sees it. */
 const DESCRIBE = "find t | sort | while read -r p; do stat -c '%n %a %s %Y %F' \"$p\"; done; find t -type f | sort | xargs md5sum";
-
-/** Every record of `world`'s store names nothing that exists on `engine`, its copier included. */
-async function assertStoreHoldsNothing(engine: DockerEngine, world: World): Promise<void> {
-  for (const entry of await world.store.list()) {
-    assert.ok(entry.kind === "record", `a readable, unlocked record: ${entry.kind}`);
-    const record = entry.record as unknown as DockerSandboxRecoveryRecord;
-    await assertNothingLeft(engine, record);
-    await assert.rejects(
-      engine.request("GET", `/containers/${record.identity.names.copier}/json`),
-      (error) => error instanceof DockerEngineError && error.code === "not_found",
-    );
-  }
-}
 
 engineTest("DockerWorkspaceSnapshot taken on the main engine, exported, imported on the API 1.45 engine: a fork there sees the same tree; a symlink is refused and the importer keeps nothing", async (engine) => {
   const main = process.env.AGENTCELL_TEST_MAIN_ENGINE ?? "";
@@ -93,8 +78,8 @@ engineTest("DockerWorkspaceSnapshot taken on the main engine, exported, imported
           await assertGone(on, sandbox);
         }
         for (const [world, snapshot] of snapshots) await world.backend.removeSnapshot(snapshot);
-        await assertStoreHoldsNothing(mainEngine, origin);
-        await assertStoreHoldsNothing(engine, there);
+        await assertRecordsHoldNothing(mainEngine, origin.store);
+        await assertRecordsHoldNothing(engine, there.store);
       }
     });
   }, main, undefined, { imageDigest: mainImage });

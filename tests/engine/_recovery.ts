@@ -104,6 +104,32 @@ export async function assertNothingLeft(engine: DockerEngine, record: DockerSand
 }
 
 /**
+ * Every record of `store` but those of `keep` (reservation IDs) holds nothing (each resource
+ * `planned` or `removed`), is unlocked, and nothing it names exists on `engine`, its copier
+ * included: what a refused or removed snapshot, fork or sandbox leaves in its store.
+ *
+ * @returns how many records were checked
+ */
+export async function assertRecordsHoldNothing(engine: DockerEngine, store: FileRecoveryStore, keep: readonly string[] = []): Promise<number> {
+  let checked = 0;
+  for (const entry of await store.list()) {
+    if ("reservationId" in entry && keep.includes(entry.reservationId)) continue;
+    assert.ok(entry.kind === "record", `a readable, unlocked record: ${entry.kind}`);
+    const record = entry.record as unknown as DockerSandboxRecoveryRecord;
+    checked++;
+    for (const [role, resource] of Object.entries(record.resources)) {
+      assert.ok(resource?.state === "planned" || resource?.state === "removed", `${role} of ${record.reservationId} is ${resource?.state}`);
+    }
+    await assertNothingLeft(engine, record);
+    await assert.rejects(
+      engine.request("GET", `/containers/${record.identity.names.copier}/json`),
+      (error) => error instanceof DockerEngineError && error.code === "not_found",
+    );
+  }
+  return checked;
+}
+
+/**
  * Remove every resource the record names, by exact name, ignoring what is already gone: the
  * `finally` of a test that may fail before its recovery removed them.
  */

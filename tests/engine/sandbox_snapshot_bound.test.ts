@@ -7,12 +7,9 @@ import assert from "node:assert/strict";
 import { SandboxConfigurationError, SandboxQuotaError } from "../../lib/sandbox/errors.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import type { DockerWorkspaceSnapshot } from "../../lib/docker/snapshots/snapshot.ts";
-import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery/record.ts";
-import type { DockerEngine } from "../../lib/engine/client.ts";
-import { DockerEngineError } from "../../lib/engine/errors.ts";
 import { engineTest } from "./_engine.ts";
 import { assertGone, assertNamesAbsent, testPolicy } from "./_sandbox.ts";
-import { assertNothingLeft, withWorld, type World } from "./_recovery.ts";
+import { assertRecordsHoldNothing, withWorld } from "./_recovery.ts";
 
 const sh = async (sandbox: DockerSandbox, script: string) => (await sandbox.run("/bin/sh", ["-c", script])).stdoutText;
 
@@ -22,26 +19,6 @@ const DEFAULT_BOUND = 1024 * 1024 * 1024;
 const SMALL = 32 * 1024 * 1024 + 5;
 
 const isQuota = (message: string) => (error: unknown) => error instanceof SandboxQuotaError && error.code === "quota" && error.message === message;
-
-/** Every record of the store that is not one of `keep`: it names nothing that exists. */
-async function assertOthersHoldNothing(engine: DockerEngine, world: World, keep: readonly string[]): Promise<number> {
-  let others = 0;
-  for (const entry of await world.store.list()) {
-    if ("reservationId" in entry && keep.includes(entry.reservationId)) continue;
-    assert.ok(entry.kind === "record", `a readable, unlocked record: ${entry.kind}`);
-    const record = entry.record as unknown as DockerSandboxRecoveryRecord;
-    others++;
-    for (const [role, resource] of Object.entries(record.resources)) {
-      assert.ok(resource?.state === "planned" || resource?.state === "removed", `${role} of ${record.reservationId} is ${resource?.state}`);
-    }
-    await assertNothingLeft(engine, record);
-    await assert.rejects(
-      engine.request("GET", `/containers/${record.identity.names.copier}/json`),
-      (error) => error instanceof DockerEngineError && error.code === "not_found",
-    );
-  }
-  return others;
-}
 
 engineTest("DockerSandbox snapshot and fork past their byte bound (a sparse file at its apparent size) are refused with the exact message and leave nothing; at the bound they work", async (engine) => {
   await withWorld(async (world) => {
@@ -62,7 +39,7 @@ engineTest("DockerSandbox snapshot and fork past their byte bound (a sparse file
       assert.equal(source.state, "running", "the source resumes after a refused snapshot");
       assert.equal(await sh(source, "echo alive"), "alive\n");
       assert.deepEqual(await backend.snapshots(store), [], "a refused snapshot is not listed");
-      assert.equal(await assertOthersHoldNothing(engine, world, [source.id]), 1, "the refused snapshot's record names nothing that exists");
+      assert.equal(await assertRecordsHoldNothing(engine, world.store, [source.id]), 1, "the refused snapshot's record names nothing that exists");
 
       await sh(source, "truncate -s 33554432 huge");
       await assert.rejects(
@@ -73,7 +50,7 @@ engineTest("DockerSandbox snapshot and fork past their byte bound (a sparse file
         source.snapshot({ maxBytes: -1 }),
         (error) => error instanceof SandboxConfigurationError && error.message === "Cannot take a snapshot: options.maxBytes must be a non-negative safe integer (bytes); got -1",
       );
-      assert.equal(await assertOthersHoldNothing(engine, world, [source.id]), 2);
+      assert.equal(await assertRecordsHoldNothing(engine, world.store, [source.id]), 2);
 
       // At the bound: taken; the default bound (1 GiB) takes it too.
       const snapshot = await source.snapshot({ maxBytes: SMALL });
@@ -93,7 +70,7 @@ engineTest("DockerSandbox snapshot and fork past their byte bound (a sparse file
       );
       await assertNamesAbsent(engine, refused.names);
       const kept = [source.id, ...snapshots.map((s) => s.id)];
-      assert.equal(await assertOthersHoldNothing(engine, world, kept), 3, "the refused fork's record names nothing that exists");
+      assert.equal(await assertRecordsHoldNothing(engine, world.store, kept), 3, "the refused fork's record names nothing that exists");
 
       const fork = await backend.reserve({ policy: testPolicy, workspace: { from: snapshot, maxBytes: SMALL } }, store).start();
       sandboxes.push(fork);
@@ -104,7 +81,7 @@ engineTest("DockerSandbox snapshot and fork past their byte bound (a sparse file
         await assertGone(engine, sandbox);
       }
       for (const snapshot of snapshots) await backend.removeSnapshot(snapshot);
-      await assertOthersHoldNothing(engine, world, []);
+      await assertRecordsHoldNothing(engine, world.store, []);
     }
   }, undefined, undefined, { defaultExportQuota: { bytes: DEFAULT_BOUND } });
 });
@@ -126,13 +103,13 @@ engineTest("DockerSandbox fork of a snapshot past the config's default bound is 
           ),
         );
         await assertNamesAbsent(engine, refused.names);
-        assert.equal(await assertOthersHoldNothing(engine, bounded, []), 1);
+        assert.equal(await assertRecordsHoldNothing(engine, bounded.store, []), 1);
       }, undefined, undefined, { defaultExportQuota: { bytes: 16 } });
     } finally {
       await source.destroy();
       await assertGone(engine, source);
       if (snapshot !== undefined) await world.backend.removeSnapshot(snapshot);
-      await assertOthersHoldNothing(engine, world, []);
+      await assertRecordsHoldNothing(engine, world.store, []);
     }
   });
 });
