@@ -15,19 +15,9 @@ import { SandboxUnsupportedError } from "../../lib/sandbox/errors.ts";
 import { engineTest } from "../engine/_engine.ts";
 import { assertGone, testPolicy } from "../engine/_sandbox.ts";
 import { assertRecordsHoldNothing, withWorld, type World } from "../engine/_recovery.ts";
+import { DESCRIBE_TREE, PORTABLE_TREE } from "../engine/_snapshot_tree.ts";
 
 const sh = async (sandbox: DockerSandbox, script: string) => (await sandbox.run("/bin/sh", ["-c", script])).stdoutText;
-
-const TREE = [
-  "mkdir -p t/empty t/deep/er/est t/private t/nested/empty/too",
-  "printf 'a\\001\\377\\000z' > t/bin && chmod 600 t/bin",
-  "printf '#!/bin/sh\\necho run\\n' > t/deep/run.sh && chmod 755 t/deep/run.sh",
-  "dd if=/dev/urandom of=t/deep/er/big bs=1024 count=300 2>/dev/null && chmod 640 t/deep/er/big",
-  ": > t/zero && chmod 444 t/zero",
-  "chmod 700 t/private && chmod 2755 t/deep/er/est && chmod 1777 t/nested/empty",
-].join(" && ");
-/** Each path with its mode, size and mtime, then every file's checksum: the tree as the guest sees it. */
-const DESCRIBE = "find t | sort | while read -r p; do stat -c '%n %a %s %Y %F' \"$p\"; done; find t -type f | sort | xargs md5sum";
 
 engineTest("DockerWorkspaceSnapshot taken on the main engine, exported, imported on the API 1.45 engine: a fork there sees the same tree; a symlink is refused and the importer keeps nothing", async (engine) => {
   const main = process.env.AGENTCELL_TEST_MAIN_ENGINE ?? "";
@@ -42,13 +32,13 @@ engineTest("DockerWorkspaceSnapshot taken on the main engine, exported, imported
       try {
         const source = await origin.backend.reserve({ policy: testPolicy }, origin.store).start();
         sandboxes.push([mainEngine, source]);
-        await sh(source, TREE);
-        const expected = await sh(source, DESCRIBE);
-        assert.match(expected, /^t\/deep\/er\/est 2755 \d+ \d+ directory$/mu);
-        assert.match(expected, /^t\/nested\/empty 1777 \d+ \d+ directory$/mu);
-        assert.match(expected, /^t\/empty 755 \d+ \d+ directory$/mu);
-        assert.match(expected, /^t\/bin 600 5 \d+ regular file$/mu);
-        assert.match(expected, /^t\/zero 444 0 \d+ regular empty file$/mu);
+        await sh(source, PORTABLE_TREE);
+        const expected = await sh(source, DESCRIBE_TREE);
+        assert.match(expected, /^t\/deep\/er\/est 2755 65534 \d+ \d+ directory$/mu);
+        assert.match(expected, /^t\/nested\/empty 1777 65534 \d+ \d+ directory$/mu);
+        assert.match(expected, /^t\/empty 755 65534 \d+ \d+ directory$/mu);
+        assert.match(expected, /^t\/bin 600 65534 5 \d+ regular file$/mu);
+        assert.match(expected, /^t\/zero 444 65534 0 \d+ regular empty file$/mu);
         const snapshot = await source.snapshot();
         snapshots.push([origin, snapshot]);
 
@@ -58,7 +48,7 @@ engineTest("DockerWorkspaceSnapshot taken on the main engine, exported, imported
         assert.deepEqual((await there.backend.snapshots(there.store)).map((listed) => listed.id), [imported.id]);
         const fork = await there.backend.reserve({ policy: testPolicy, workspace: { from: imported } }, there.store).start();
         sandboxes.push([engine, fork]);
-        assert.equal(await sh(fork, DESCRIBE), expected, "the fork on the API 1.45 engine sees the same tree");
+        assert.equal(await sh(fork, DESCRIBE_TREE), expected, "the fork on the API 1.45 engine sees the same tree");
         assert.equal(await sh(fork, "./t/deep/run.sh && echo mine > t/empty/new && cat t/empty/new"), "run\nmine\n");
         assert.equal(await sh(source, "ls -A t/empty | wc -l"), "0\n", "the fork's write stays on its engine");
 

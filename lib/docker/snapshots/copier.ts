@@ -91,8 +91,8 @@ function volumeMount(volume: string, target: string, readOnly: boolean): Record<
  * exits {@linkcode COPIER_PAST_BOUND}, when `find` or `stat` failed (or printed anything but
  * a size) {@linkcode COPIER_UNMEASURED}. The sum is exact for the copy that follows: the
  * source cannot change in between (a snapshot's source sandbox is paused or stopped for the
- * whole copy, and a fork's source is an immutable snapshot). Hard links count once per path
- * (an over-count: `cp -a` writes each path). The applets are the busybox ones (and POSIX:
+ * whole copy, and a fork's source is an immutable snapshot). A hard-linked file counts once
+ * per path: never less than `cp -a` writes. The applets are the busybox ones (and POSIX:
  * GNU `find`, `stat` and `awk` take the same flags); awk's numbers are doubles, exact for
  * sums up to 2^53 bytes. The scan writes nothing, so a refused copy leaves the destination
  * as it was.
@@ -263,6 +263,11 @@ export async function copyTree(request: CopyRequest): Promise<void> {
     if (code === COPIER_UNMEASURED && request.bound !== undefined) {
       throw new SandboxEngineError(
         "Cannot copy the workspace: the copier could not measure the tree's file sizes (find or stat failed, or the image lacks find, stat or awk); nothing was copied",
+      );
+    }
+    if (code === 127) {
+      throw new SandboxEngineError(
+        "Cannot copy the workspace: a command the copier runs is not in the workload image (it needs sh, cp, chown, and for a byte bound find, stat and awk; busybox has them); nothing was kept",
       );
     }
     if (code !== 0) {
