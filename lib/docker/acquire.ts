@@ -51,6 +51,7 @@ import { foreignHolders, type GuestUser } from "./user_range.ts";
 import type { DockerWorkspaceSnapshot } from "./snapshots/snapshot.ts";
 import { admitSnapshot } from "./snapshots/admit_snapshot.ts";
 import { copyTree } from "./snapshots/copier.ts";
+import { copyBound, type SnapshotByteBound } from "./snapshots/byte_bound.ts";
 import { WORK_DIRECTORY } from "./guest_paths.ts";
 
 /** What startup produced: the exact resources of a running sandbox. */
@@ -100,6 +101,8 @@ export interface AcquireContext {
   readonly daemonVersion?: DaemonVersionMemo;
   /** A fork: the snapshot `/workspace/work` starts as a copy of (`request.workspace.from`). */
   readonly from?: DockerWorkspaceSnapshot;
+  /** The bound of a fork's copy (`request.workspace.maxBytes`, else the config's default). */
+  readonly fromBound?: SnapshotByteBound;
   /** The routes' secrets (checked), for the egress proxy's stdin only. */
   readonly secrets?: Readonly<Record<string, string>>;
 }
@@ -299,6 +302,7 @@ export async function acquireSandbox(context: AcquireContext): Promise<AcquiredS
         from: { volume: context.from.volumeName, path: "" },
         to: { volume: names.volume, path: WORK_DIRECTORY },
         owner: user,
+        bound: copyBound(context.fromBound, "start sandbox", `snapshot ${context.from.id}`),
         timeoutMs: remaining(),
       });
     }

@@ -22,6 +22,7 @@ import { DockerWorkspaceSnapshot } from "./snapshots/snapshot.ts";
 import { type DockerRemoveSnapshotOptions, listSnapshots, removeSnapshot, type SnapshotListingStore } from "./snapshots/manage.ts";
 import { newSnapshot } from "./snapshots/snapshot.ts";
 import { type DockerSnapshotTransferOptions, importSnapshotTree } from "./snapshots/portable.ts";
+import { snapshotByteBound } from "./snapshots/byte_bound.ts";
 
 /**
  * A request for one Docker sandbox: the neutral request, and optionally where its
@@ -32,9 +33,15 @@ export interface DockerSandboxRequest extends SandboxRequest {
    * `{ from: snapshot }`: a fork — `/workspace/work` starts as a copy of the snapshot's tree,
    * given to this sandbox's user, before anything runs. Forks are independent of each other
    * and of the snapshot (removing it later does not touch them).
+   *
+   * `maxBytes`: most bytes of regular-file content the fork's copy may write (a non-negative
+   * safe integer), counted at apparent size (a sparse file at its full length: the copy
+   * writes it whole), checked before the copy writes anything; past it `start()` fails with
+   * `SandboxQuotaError` and removes what it made. Default `config.defaultExportQuota.bytes`,
+   * or none when that is unset.
    * @default undefined (an empty `/workspace/work`)
    */
-  readonly workspace?: { readonly from: DockerWorkspaceSnapshot };
+  readonly workspace?: { readonly from: DockerWorkspaceSnapshot; readonly maxBytes?: number };
 }
 
 /** A Docker sandbox backend (see {@linkcode createDockerSandboxBackend}). */
@@ -46,7 +53,8 @@ export interface DockerSandboxBackend extends SandboxBackend {
    * ID and every resource name, and does no I/O. `recovery.record()` is called during
    * `start()` before each resource effect.
    *
-   * @throws {SandboxConfigurationError} for an invalid request (the message names the field),
+   * @throws {SandboxConfigurationError} for an invalid request (the message names the field:
+   *   `request.workspace.maxBytes` that is not a non-negative safe integer, say),
    *   or `policy.resources.pids` below the profile's minimum (256 for `linux-x64-gvisor`)
    * @throws {SandboxUnsupportedError} for `policy.workspaceDiskQuota.kind === "required"`, or
    *   any `policy.network` but `"isolated"` under `linux-x64-gvisor`
@@ -145,6 +153,8 @@ export interface DockerSandboxReservation extends SandboxReservation {
    *   match the routes' names (before anything is created; the message quotes no value)
    * @throws {SandboxConflictError} a resource name is already taken, or (`config.userRange`)
    *   the drawn uid is held by another backend's or controller's keeper on this daemon
+   * @throws {SandboxQuotaError} a fork whose snapshot's files add up past its byte bound
+   *   (`request.workspace.maxBytes`, else `config.defaultExportQuota.bytes`; nothing is kept)
    * @throws {SandboxAbortedError} `options.signal` aborted
    * @throws {SandboxDeadlineError} `policy.deadlines.startupMs` elapsed
    * @throws {SandboxEngineError} the Engine failed
@@ -225,6 +235,7 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
           "Cannot reserve sandbox: request.workspace.from must be a DockerWorkspaceSnapshot (from sandbox.snapshot(), importSnapshot() or snapshots())",
         );
       }
+      const fromBound = from && snapshotByteBound(settings, request.workspace?.maxBytes, "request.workspace.maxBytes", "reserve sandbox");
       const policy = normalizePolicy(request.policy);
       assertSupportedDiskQuota(policy);
       // The profile first: under gVisor an allowlist is refused whatever the config holds.
@@ -248,7 +259,7 @@ export function createDockerSandboxBackend(config: DockerSandboxBackendConfig): 
           try {
             // Resolved here and handed on to the proxy's stdin only; the sandbox keeps no copy.
             const secrets = await resolveRouteSecrets(policy.network, options.secrets);
-            acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, user, recovery, signal: options.signal, daemonVersion, secrets, from });
+            acquired = await acquireSandbox({ engine, settings, policy, reservationId: id, names, user, recovery, signal: options.signal, daemonVersion, secrets, from, fromBound });
           } catch (error) {
             releaseUser();
             throw error;

@@ -67,12 +67,22 @@ import { proxyStoppedError } from "./egress/proxy_stopped.ts";
 import { computeContainers, pauseAll, unpauseAll } from "./snapshots/pause.ts";
 import { type DockerWorkspaceSnapshot, newSnapshot } from "./snapshots/snapshot.ts";
 import { copyTree } from "./snapshots/copier.ts";
+import { copyBound, type SnapshotByteBound, snapshotByteBound } from "./snapshots/byte_bound.ts";
 import { WORK_DIRECTORY } from "./guest_paths.ts";
 
 /** Options of `sandbox.snapshot()`. */
 export interface DockerSnapshotOptions {
   /** Deadline of the whole snapshot (the copy included), milliseconds. @default 300000 */
   readonly timeoutMs?: number;
+  /**
+   * Most bytes of regular-file content the snapshot may hold (a non-negative safe integer),
+   * counted at apparent size — a sparse file at its full length, as the copy writes it out
+   * whole. Checked before the copy writes anything (the tree is measured with compute
+   * paused, so the measure is exact for the copy); past it the snapshot fails with
+   * `SandboxQuotaError` and nothing is kept. @default `config.defaultExportQuota.bytes`
+   * (the bound of `snapshot.export()` and `importSnapshot()`), or none when that is unset
+   */
+  readonly maxBytes?: number;
 }
 import { DockerSandboxPorts } from "./ports/ports.ts";
 import type { SandboxConnection, SandboxConnectOptions, SandboxFetchOptions, SandboxForwardOptions, SandboxPortForward, SandboxPorts } from "../sandbox/ports.ts";
@@ -901,8 +911,11 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    * one (compute removed, files retained) is copied as it is. The copy runs in a short-lived
    * helper container of ours inside the Engine (`snapshots/copier.ts`).
    *
-   * @param options deadline of the whole snapshot
+   * @param options deadline of the whole snapshot; `maxBytes`, the bound of its files
    * @returns the snapshot; it outlives this sandbox (remove it with `backend.removeSnapshot()`)
+   * @throws {SandboxConfigurationError} when `options.maxBytes` is not a non-negative safe integer
+   * @throws {SandboxQuotaError} when the files of `/workspace/work` add up past the byte bound
+   *   (`options.maxBytes`, else `config.defaultExportQuota.bytes`); nothing is kept
    * @throws {SandboxStateError} `invalid_state` when the sandbox is destroyed
    * @throws {SandboxEngineError} when the copy or the Engine fails (what was made is removed)
    *
@@ -915,6 +928,12 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
    */
   snapshot(options: DockerSnapshotOptions = {}): Promise<DockerWorkspaceSnapshot> {
     const timeoutMs = options.timeoutMs ?? 300_000;
+    let bound: SnapshotByteBound | undefined;
+    try {
+      bound = snapshotByteBound(this.#settings, options.maxBytes, "options.maxBytes", "take a snapshot");
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (this.#state === "destroyed" || this.#destroying.signal.aborted) {
       return Promise.reject(new SandboxStateError("Cannot take a snapshot: the sandbox is destroyed"));
     }
@@ -949,6 +968,7 @@ export class DockerSandbox implements Sandbox, SandboxFileTransfers, SandboxGues
             runtime: this.#settings.profile.runtime,
             from: { volume: this.#acquired.volumeName, path: WORK_DIRECTORY },
             to: { volume: volumeName, path: "" },
+            bound: copyBound(bound, "take a snapshot", "the tree of /workspace/work"),
             timeoutMs,
           });
         } finally {

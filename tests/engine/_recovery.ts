@@ -6,6 +6,7 @@ import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "../../lib/docker/backend.ts";
+import type { DockerSandboxBackendConfig } from "../../lib/docker/config.ts";
 import type { DockerSandboxRecoveryRecord } from "../../lib/docker/recovery/record.ts";
 import { createFileRecoveryStore, type FileRecoveryStore } from "../../lib/docker/recovery/store.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
@@ -32,9 +33,15 @@ export interface World {
 
 /**
  * Run `fn` in a fresh world on `via` (default: the lane's engine); its directory is removed
- * after. `proxyImageDigest` is the backends' `config.proxyImageDigest` (allowlist policies).
+ * after. `proxyImageDigest` is the backends' `config.proxyImageDigest` (allowlist policies);
+ * `config` overrides other fields of the backends' configuration (`defaultExportQuota`, say).
  */
-export async function withWorld(fn: (world: World) => Promise<void>, via: string = endpoint!, proxyImageDigest?: string): Promise<void> {
+export async function withWorld(
+  fn: (world: World) => Promise<void>,
+  via: string = endpoint!,
+  proxyImageDigest?: string,
+  config: Partial<DockerSandboxBackendConfig> = {},
+): Promise<void> {
   const root = await realpath(await mkdtemp(join(tmpdir(), "agentcell-recovery-")));
   try {
     const spill = join(root, "spill");
@@ -49,6 +56,7 @@ export async function withWorld(fn: (world: World) => Promise<void>, via: string
         imageDigest: busyboxImage,
         user: { uid: 65534, gid: 65534 },
         proxyImageDigest,
+        ...config,
       });
     await fn({ backend: fresh(), store, spill, fresh });
   } finally {
@@ -93,6 +101,32 @@ export async function assertNothingLeft(engine: DockerEngine, record: DockerSand
     const path = role === "volume" ? `/volumes/${entry.id}` : role === "network" || role === "egress" ? `/networks/${entry.id}` : `/containers/${entry.id}/json`;
     await gone(path);
   }
+}
+
+/**
+ * Every record of `store` but those of `keep` (reservation IDs) holds nothing (each resource
+ * `planned` or `removed`), is unlocked, and nothing it names exists on `engine`, its copier
+ * included: what a refused or removed snapshot, fork or sandbox leaves in its store.
+ *
+ * @returns how many records were checked
+ */
+export async function assertRecordsHoldNothing(engine: DockerEngine, store: FileRecoveryStore, keep: readonly string[] = []): Promise<number> {
+  let checked = 0;
+  for (const entry of await store.list()) {
+    if ("reservationId" in entry && keep.includes(entry.reservationId)) continue;
+    assert.ok(entry.kind === "record", `a readable, unlocked record: ${entry.kind}`);
+    const record = entry.record as unknown as DockerSandboxRecoveryRecord;
+    checked++;
+    for (const [role, resource] of Object.entries(record.resources)) {
+      assert.ok(resource?.state === "planned" || resource?.state === "removed", `${role} of ${record.reservationId} is ${resource?.state}`);
+    }
+    await assertNothingLeft(engine, record);
+    await assert.rejects(
+      engine.request("GET", `/containers/${record.identity.names.copier}/json`),
+      (error) => error instanceof DockerEngineError && error.code === "not_found",
+    );
+  }
+  return checked;
 }
 
 /**

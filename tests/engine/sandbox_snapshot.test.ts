@@ -12,6 +12,7 @@ import type { DockerEngine } from "../../lib/engine/client.ts";
 import { engineTest } from "./_engine.ts";
 import { assertGone, testPolicy } from "./_sandbox.ts";
 import { assertNothingLeft, removeNamed, runChild, withWorld } from "./_recovery.ts";
+import { DESCRIBE_TREE, PORTABLE_TREE } from "./_snapshot_tree.ts";
 
 const sh = async (sandbox: DockerSandbox, script: string) => (await sandbox.run("/bin/sh", ["-c", script])).stdoutText;
 
@@ -164,15 +165,6 @@ engineTest("DockerSandbox snapshot half-made when its controller died: recover()
   });
 });
 
-const PORTABLE_TREE = [
-  "mkdir -p t/empty t/deep/er/est t/private",
-  "printf 'a\\001\\377\\000z' > t/bin && chmod 600 t/bin",
-  "printf '#!/bin/sh\\necho run\\n' > t/deep/run.sh && chmod 755 t/deep/run.sh",
-  "dd if=/dev/urandom of=t/deep/er/big bs=1024 count=300 2>/dev/null && chmod 640 t/deep/er/big",
-  "chmod 700 t/private && chmod 2755 t/deep/er/est",
-].join(" && ");
-const DESCRIBE = "find t | sort | while read -r p; do stat -c '%n %a %u %s %Y' \"$p\"; done; find t -type f | sort | xargs md5sum";
-
 engineTest("DockerWorkspaceSnapshot export → importSnapshot → fork sees the same tree (bytes, modes, mtimes, empty directories); a symlink is refused in the stream, a bad archive on import", async (engine) => {
   await withWorld(async (world) => {
     const { backend, store } = world;
@@ -182,7 +174,7 @@ engineTest("DockerWorkspaceSnapshot export → importSnapshot → fork sees the 
       const source = await backend.reserve({ policy: testPolicy }, store).start();
       sandboxes.push(source);
       await sh(source, PORTABLE_TREE);
-      const expected = await sh(source, DESCRIBE);
+      const expected = await sh(source, DESCRIBE_TREE);
       assert.match(expected, /^t\/deep\/er\/est 2755 65534 /mu);
       assert.match(expected, /^t\/empty 755 65534 /mu);
       assert.match(expected, /^t\/bin 600 65534 5 /mu);
@@ -195,7 +187,7 @@ engineTest("DockerWorkspaceSnapshot export → importSnapshot → fork sees the 
       assert.notEqual(imported.volumeName, snapshot.volumeName);
       const fork = await backend.reserve({ policy: testPolicy, workspace: { from: imported } }, store).start();
       sandboxes.push(fork);
-      assert.equal(await sh(fork, DESCRIBE), expected);
+      assert.equal(await sh(fork, DESCRIBE_TREE), expected);
       assert.equal(await sh(fork, "./t/deep/run.sh"), "run\n");
       // Two exports of one snapshot run one after the other; a cancelled one frees the turn.
       const first = await snapshot.export();

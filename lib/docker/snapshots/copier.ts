@@ -20,7 +20,7 @@
  *
  * @module
  */
-import { SandboxEngineError, SandboxUnsupportedError } from "../../sandbox/errors.ts";
+import { type SandboxError, SandboxEngineError, SandboxUnsupportedError } from "../../sandbox/errors.ts";
 import type { DockerEngine } from "../../engine/client.ts";
 import { type ContainerInspect, createContainer, inspectContainer, startContainer, waitContainer } from "../../engine/containers.ts";
 import type { RecoveryLog } from "../recovery/log.ts";
@@ -47,7 +47,10 @@ export interface CopierContext {
   readonly engine: DockerEngine;
   /** The record the copier belongs to (a snapshot's, or a fork's); it gains a `copier` entry. */
   readonly log: RecoveryLog;
-  /** Image ID the copier runs (the backend's workload image: it needs `sh`, `cp -a`, `chown -R -h`). */
+  /**
+   * Image ID the copier runs (the backend's workload image: it needs `sh`, `cp -a`, `chown -R
+   * -h`, and for a bounded copy `find`, `stat -c` and `awk`; busybox has them all).
+   */
   readonly imageDigest: string;
   /** The image platform (`config.profile.image.platform`). */
   readonly platform: string;
@@ -63,20 +66,54 @@ export interface CopyRequest extends CopierContext {
   readonly to: { readonly volume: string; readonly path: string };
   /** Give every copied entry to this owner (a fork's user); absent: owners are kept. */
   readonly owner?: { readonly uid: number; readonly gid: number };
+  /**
+   * Refuse the copy, before `cp` writes anything, when the regular files of the source tree
+   * add up to more than `bytes` (apparent sizes: a sparse file counts at its full length,
+   * as the copy writes it); the error thrown is `refusal`. Absent: no bound.
+   */
+  readonly bound?: { readonly bytes: number; readonly refusal: () => SandboxError };
   /** Deadline of the whole copy, milliseconds. */
   readonly timeoutMs: number;
 }
+
+/** The copier's exit status when the tree is past `CopyRequest.bound` (nothing was copied). */
+export const COPIER_PAST_BOUND = 3;
+/** The copier's exit status when it could not measure the tree (`find` or `stat` failed). */
+export const COPIER_UNMEASURED = 4;
 
 function volumeMount(volume: string, target: string, readOnly: boolean): Record<string, unknown> {
   return { Type: "volume", Source: volume, Target: target, ReadOnly: readOnly, VolumeOptions: { NoCopy: true } };
 }
 
-/** The copier's shell line: copy the tree, then (for a fork) give it to its owner. */
-function copyScript(request: CopyRequest): string {
+/**
+ * The scan before a bounded copy: the apparent sizes of the source's regular files (`find
+ * -type f`, never following a symlink, and `stat -c %s`), summed by `awk`; past `bytes` it
+ * exits {@linkcode COPIER_PAST_BOUND}, when `find` or `stat` failed (or printed anything but
+ * a size) {@linkcode COPIER_UNMEASURED}. The sum is exact for the copy that follows: the
+ * source cannot change in between (a snapshot's source sandbox is paused or stopped for the
+ * whole copy, and a fork's source is an immutable snapshot). A hard-linked file counts once
+ * per path: never less than `cp -a` writes. The applets are the busybox ones (and POSIX:
+ * GNU `find`, `stat` and `awk` take the same flags); awk's numbers are doubles, exact for
+ * sums up to 2^53 bytes. The scan writes nothing, so a refused copy leaves the destination
+ * as it was.
+ */
+function scanScript(from: string, bytes: number): string {
+  const sum = `awk -v max=${bytes} '/^[0-9]+$/ { total += $1; next } { bad = 1 } ` +
+    `END { if (bad) exit ${COPIER_UNMEASURED}; if (total > max + 0) exit ${COPIER_PAST_BOUND}; exit 0 }'`;
+  return `{ find ${from}/. -type f -exec stat -c %s {} + || echo unmeasured; } | ${sum}`;
+}
+
+/**
+ * The copier's shell line: with a bound, the scan first ({@linkcode scanScript}); then copy the
+ * tree, then (for a fork) give it to its owner. Busybox `cp -a` keeps no holes (it has no
+ * `--sparse`, nor has busybox `tar` `-S`), which is why the bound is on apparent sizes.
+ */
+export function copyScript(request: Pick<CopyRequest, "from" | "to" | "owner" | "bound">): string {
   const from = `${SOURCE}/${request.from.path}`.replace(/\/$/u, "");
   const to = `${TARGET}/${request.to.path}`.replace(/\/$/u, "");
   const chown = request.owner === undefined ? "" : ` && chown -R -h ${request.owner.uid}:${request.owner.gid} ${to}`;
-  return `cp -a ${from}/. ${to}/${chown}`;
+  const scan = request.bound === undefined ? "" : `${scanScript(from, request.bound.bytes)} && `;
+  return `${scan}cp -a ${from}/. ${to}/${chown}`;
 }
 
 /**
@@ -206,8 +243,11 @@ export async function holdVolume(context: CopierContext, volume: string, access:
  * Copy one tree (see {@linkcode CopyRequest}): the copier is created (recorded), started,
  * waited for and removed (recorded), also when the copy fails.
  *
+ * @throws {SandboxQuotaError} `request.bound.refusal()` when the tree's files are past the
+ *   bound (nothing was copied)
  * @throws {SandboxEngineError} when the copy exits non-zero (the tree holds something `cp`
- *   cannot copy, the destination is full) or the Engine fails
+ *   cannot copy, the destination is full), the bounded scan could not measure the tree, or
+ *   the Engine fails
  * @throws {SandboxDeadlineError} / {SandboxError} as the recorded create and removal throw
  */
 export async function copyTree(request: CopyRequest): Promise<void> {
@@ -219,6 +259,17 @@ export async function copyTree(request: CopyRequest): Promise<void> {
   try {
     await startContainer(engine, id, { timeoutMs: left() });
     const code = await waitContainer(engine, id, { condition: "not-running", signal: AbortSignal.timeout(left()) });
+    if (code === COPIER_PAST_BOUND && request.bound !== undefined) throw request.bound.refusal();
+    if (code === COPIER_UNMEASURED && request.bound !== undefined) {
+      throw new SandboxEngineError(
+        "Cannot copy the workspace: the copier could not measure the tree's file sizes (find or stat failed, or the image lacks find, stat or awk); nothing was copied",
+      );
+    }
+    if (code === 127) {
+      throw new SandboxEngineError(
+        "Cannot copy the workspace: a command the copier runs is not in the workload image (it needs sh, cp, chown, and for a byte bound find, stat and awk; busybox has them); nothing was kept",
+      );
+    }
     if (code !== 0) {
       throw new SandboxEngineError(
         `Cannot copy the workspace: the copier's cp exited with status ${code} (a tree cp -a cannot copy, or a full disk); nothing was kept`,

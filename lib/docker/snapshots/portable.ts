@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { SandboxConfigurationError, type SandboxError, SandboxQuotaError } from "../../sandbox/errors.ts";
+import { SandboxConfigurationError, type SandboxError } from "../../sandbox/errors.ts";
 import type { DockerEngine } from "../../engine/client.ts";
 import { getContainerArchive, putContainerArchive } from "../../engine/container_archive.ts";
 import type { TarEntry } from "../../tar/entry.ts";
@@ -28,6 +28,7 @@ import { exportTarError } from "../files/_tar_errors.ts";
 import type { RecoveryLog } from "../recovery/log.ts";
 import { asSandboxError } from "../_engine_errors.ts";
 import { type CopierContext, holdVolume } from "./copier.ts";
+import { byteBoundError, type SnapshotByteBound, snapshotByteBound } from "./byte_bound.ts";
 
 /** Where a snapshot lives: its Engine and its backend's settings. */
 export interface SnapshotHome {
@@ -53,16 +54,9 @@ export interface DockerSnapshotTransferOptions {
   readonly maxBytes?: number;
 }
 
-/** The byte bound of a transfer and where it comes from (for the message). */
-function byteBound(home: SnapshotHome, options: DockerSnapshotTransferOptions, action: string): { bytes: number; source: string } | undefined {
-  if (options.maxBytes !== undefined) {
-    if (!Number.isSafeInteger(options.maxBytes) || options.maxBytes < 0) {
-      throw new SandboxConfigurationError(`Cannot ${action}: options.maxBytes must be a non-negative safe integer (bytes); got ${String(options.maxBytes)}`);
-    }
-    return { bytes: options.maxBytes, source: "options.maxBytes" };
-  }
-  const fallback = home.settings.defaultExportQuota?.bytes;
-  return fallback === undefined ? undefined : { bytes: fallback, source: "config.defaultExportQuota.bytes, which applies when options.maxBytes is not set" };
+/** The byte bound of a transfer (`options.maxBytes`, else `config.defaultExportQuota.bytes`). */
+function byteBound(home: SnapshotHome, options: DockerSnapshotTransferOptions, action: string): SnapshotByteBound | undefined {
+  return snapshotByteBound(home.settings, options.maxBytes, "options.maxBytes", action);
 }
 
 function copierContext(home: SnapshotHome, log: RecoveryLog): CopierContext {
@@ -90,7 +84,7 @@ async function* relativeEntries(
   root: string | undefined,
   owner: { uid: number; gid: number } | undefined,
   mapError: (error: unknown, path: string | undefined) => unknown,
-  bound?: { readonly bytes: number; readonly source: string; readonly action: string },
+  bound?: SnapshotByteBound & { readonly action: string },
 ): AsyncGenerator<TarWriterEntry> {
   let last: string | undefined;
   let carried = 0;
@@ -101,9 +95,7 @@ async function* relativeEntries(
       const path = root === undefined ? entry.path : entry.path.slice(root.length + 1);
       if (bound !== undefined && entry.type === "file" && carried + entry.size > bound.bytes) {
         await entry.body?.cancel().catch(() => {});
-        throw new SandboxQuotaError(
-          `Cannot ${bound.action}: ${path} would take its files past ${bound.bytes} bytes (${bound.source}); pass a larger options.maxBytes`,
-        );
+        throw byteBoundError(bound.action, path, bound);
       }
       carried += entry.type === "file" ? entry.size : 0;
       yield rewritten(entry, path, owner);

@@ -3,7 +3,8 @@
 // an inspect built from the body passes, and each field changed after the fact is named.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { COPIER_CAPABILITIES, copierCreateBody, copierMismatches } from "../../../lib/docker/snapshots/copier.ts";
+import { COPIER_CAPABILITIES, COPIER_PAST_BOUND, COPIER_UNMEASURED, copierCreateBody, copierMismatches, copyScript } from "../../../lib/docker/snapshots/copier.ts";
+import { SandboxQuotaError } from "../../../lib/sandbox/errors.ts";
 import type { ContainerInspect } from "../../../lib/engine/containers.ts";
 
 const image = `sha256:${"c".repeat(64)}`;
@@ -46,4 +47,16 @@ test("copierMismatches passes the body's own readback and names each field chang
   assert.deepEqual(copierMismatches(inspectOf((i) => void (i.HostConfig.NetworkMode = "bridge")), body), ['HostConfig.NetworkMode is "bridge"']);
   assert.match(copierMismatches(inspectOf((i) => void (i.Mounts[0].RW = true)), body).join(), /^mounts are /u);
   assert.match(copierMismatches(inspectOf((i) => void i.Mounts.push({ Type: "bind", Source: "/etc", Destination: "/etc", RW: false })), body).join(), /^mounts are /u);
+});
+
+test("copyScript measures the tree before a bounded copy, and only then", () => {
+  const request = { from: { volume: "s", path: "work" }, to: { volume: "d", path: "" } };
+  assert.equal(copyScript(request), "cp -a /copier/source/work/. /copier/target/");
+  assert.equal(
+    copyScript({ ...request, owner: { uid: 7, gid: 8 }, bound: { bytes: 1024, refusal: () => new SandboxQuotaError("x") } }),
+    "{ find /copier/source/work/. -type f -exec stat -c %s {} + || echo unmeasured; } | " +
+      `awk -v max=1024 '/^[0-9]+$/ { total += $1; next } { bad = 1 } END { if (bad) exit ${COPIER_UNMEASURED}; if (total > max + 0) exit ${COPIER_PAST_BOUND}; exit 0 }'` +
+      " && cp -a /copier/source/work/. /copier/target/ && chown -R -h 7:8 /copier/target",
+  );
+  assert.deepEqual([COPIER_PAST_BOUND, COPIER_UNMEASURED], [3, 4], "neither is an exit status of busybox cp or chown (1)");
 });
