@@ -20,7 +20,10 @@
 #    bridge subnets: AGENTCELL_ENGINE_BESIDE in scripts/test-engine.sh), makes the guest
 #    images on it, runs tests/compat (API negotiation, the core lifecycle, datasets refused
 #    with the API-floor error, an outbound sandbox on each engine at once) and stops it.
-# 6. The gVisor lane (Node only): tests/gvisor (lifecycle, hardening from inside, limits and
+# 6. The heavy lane (Node only): tests/heavy, engine tests whose cost lies in the Engine and
+#    is the same for every runtime (the 10,000-file / 1 GiB snapshot), against the test
+#    engine.
+# 7. The gVisor lane (Node only): tests/gvisor (lifecycle, hardening from inside, limits and
 #    files under profile linux-x64-gvisor) against the test engine, which registers runsc
 #    (scripts/test-engine.sh), or against AGENTCELL_GVISOR_ENGINE when set (its guest images
 #    are made there). An engine without runsc fails the lane with the admission error.
@@ -28,7 +31,7 @@
 # Environment: AGENTCELL_TEST_ENGINE (see above); AGENTCELL_COMPAT_ENGINE (an API 1.45
 # engine to use as is instead of starting one); AGENTCELL_GVISOR_ENGINE (an engine with runsc
 # for the gVisor lane); AGENTCELL_TEST_RUNTIMES (default "deno bun node");
-# AGENTCELL_TEST_LANES (default "unit engine compat gvisor").
+# AGENTCELL_TEST_LANES (default "unit engine heavy compat gvisor").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOP=$PWD
@@ -37,7 +40,7 @@ bash scripts/toolchain.sh || exit 1
 export PATH="$TOP/node_modules/.bin:$PATH"
 
 RUNTIMES=${AGENTCELL_TEST_RUNTIMES:-deno bun node}
-LANES=${AGENTCELL_TEST_LANES:-unit engine compat gvisor}
+LANES=${AGENTCELL_TEST_LANES:-unit engine heavy compat gvisor}
 OUT=$(mktemp -d)
 failed_steps=()
 started_engine=""
@@ -74,7 +77,7 @@ step "deno publish --dry-run" deno publish --dry-run --allow-dirty --quiet
 step "deno test --doc" deno test --doc --quiet --no-prompt --reporter=dot mod.ts lib/
 
 case " $LANES " in
-  *" engine "* | *" compat "* | *" gvisor "*)
+  *" engine "* | *" heavy "* | *" compat "* | *" gvisor "*)
     if [ -z "${AGENTCELL_TEST_ENGINE:-}" ]; then
       bash scripts/test-engine.sh status 2>/dev/null || started_engine=yes
       endpoint=$(bash scripts/test-engine.sh start | tail -n 1) || { echo "cannot provision the test engine"; exit 1; }
@@ -159,6 +162,9 @@ for rt in $RUNTIMES; do
         continue
       fi
       LANE_ENV=("${COMPAT_ENV[@]}") label=" ($COMPAT_VERSION)"
+    elif [ "$lane" = heavy ]; then
+      [ "$rt" = node ] || continue # the cost is the Engine's, the same for every runtime
+      printf '\n== %s: tests/%s\n' "$rt" "$lane"
     elif [ "$lane" = gvisor ]; then
       [ "$rt" = node ] || continue # one runtime is enough for the runtime's own lane
       printf '\n== %s: tests/%s\n' "$rt" "$lane"

@@ -10,9 +10,9 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import type { DockerWorkspaceSnapshot } from "../../lib/docker/snapshots/snapshot.ts";
-import { engineTest } from "./_engine.ts";
-import { assertGone, testPolicy } from "./_sandbox.ts";
-import { withWorld } from "./_recovery.ts";
+import { engineTest } from "../engine/_engine.ts";
+import { assertGone, testPolicy } from "../engine/_sandbox.ts";
+import { withWorld } from "../engine/_recovery.ts";
 
 const MIB = 1024 * 1024;
 /** The seed's repeats in each big file: 256 × 1 MiB. */
