@@ -53,12 +53,43 @@ export async function pauseAll(engine: DockerEngine, ids: readonly string[], tim
   try {
     for (const id of ids) {
       await settleLaunches(engine, id, timeoutMs);
-      await pauseContainer(engine, id, { timeoutMs });
+      await pauseFreezing(engine, id, timeoutMs);
       frozen.push(id);
     }
   } catch (error) {
     await unpauseAll(engine, frozen, timeoutMs).catch(() => {});
     throw error;
+  }
+}
+
+/**
+ * How many times a pause is asked of the Engine when runc could not freeze the container's
+ * cgroup: under heavy load (processes in uninterruptible sleep, a busy disk) runc's freezer
+ * gives up with "unable to freeze" and thaws the cgroup again, leaving the container running
+ * and unpaused, so asking again is safe. Measured on these machines: one failure at load
+ * average ~10, the next attempt froze.
+ */
+export const PAUSE_FREEZE_ATTEMPTS = 3;
+
+/** Between two pause attempts after "unable to freeze", milliseconds (times the attempt). */
+const FREEZE_RETRY_MS = 100;
+
+/**
+ * `POST /containers/{id}/pause`, asked again (at most {@linkcode PAUSE_FREEZE_ATTEMPTS} in
+ * all) while the Engine answers that runc was unable to freeze the cgroup.
+ *
+ * @throws {DockerEngineError} the last answer when every attempt failed, or any other failure at once
+ */
+async function pauseFreezing(engine: DockerEngine, id: string, timeoutMs: number): Promise<void> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await pauseContainer(engine, id, { timeoutMs });
+    } catch (error) {
+      // Engine API v1.44+: 500 "Cannot pause container <id>: OCI runtime pause failed: unable to freeze: unknown".
+      const unfrozen = error instanceof DockerEngineError && /unable to freeze/u.test(error.engineMessage ?? error.message);
+      if (!unfrozen || attempt >= PAUSE_FREEZE_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, FREEZE_RETRY_MS * attempt));
+    }
   }
 }
 
