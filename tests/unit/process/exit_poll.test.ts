@@ -16,6 +16,7 @@ import {
   type ExitObserverHost,
 } from "../../../lib/docker/process/exit_observer.ts";
 import { startFakeEngine } from "../_fake_engine.ts";
+import { keeperInspect } from "../_keeper_inspect.ts";
 
 const VERSION = JSON.stringify({ Version: "28.5.2", ApiVersion: "1.51", Os: "linux", Arch: "amd64" });
 const EXEC_ID = "e".repeat(64);
@@ -25,33 +26,7 @@ const KEEPER_ID = "c".repeat(64);
 const EXEC_STATE = JSON.stringify({ ID: EXEC_ID, Running: false, ExitCode: null, Pid: 0, ContainerID: KEEPER_ID });
 
 /** `GET /containers/{id}/json` of a running keeper (the fields the schema reads). */
-const KEEPER_STATE = JSON.stringify({
-  Id: KEEPER_ID,
-  Name: "/keeper",
-  Image: `sha256:${"a".repeat(64)}`,
-  State: { Status: "running", Running: true, Pid: 42, ExitCode: 0 },
-  Config: { User: "1000:1000", Env: [], Entrypoint: null, Cmd: null, WorkingDir: "/", Image: "x", Labels: {}, Tty: false, OpenStdin: false },
-  HostConfig: {
-    ReadonlyRootfs: true,
-    CapAdd: null,
-    CapDrop: ["ALL"],
-    SecurityOpt: null,
-    PidMode: "",
-    IpcMode: "private",
-    UsernsMode: "",
-    Memory: 0,
-    MemorySwap: 0,
-    NanoCpus: 0,
-    PidsLimit: null,
-    NetworkMode: "none",
-    Binds: null,
-    Privileged: false,
-    Devices: null,
-    PortBindings: null,
-    PublishAllPorts: false,
-  },
-  Mounts: [],
-});
+const KEEPER_STATE = keeperInspect(KEEPER_ID);
 
 function json(body: string): string {
   return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;

@@ -9,25 +9,13 @@ import { DockerEngine } from "../../../lib/engine/client.ts";
 import { DockerEngineError } from "../../../lib/engine/errors.ts";
 import { PAUSE_FREEZE_ATTEMPTS, pauseAll } from "../../../lib/docker/snapshots/pause.ts";
 import { startFakeEngine } from "../_fake_engine.ts";
+import { keeperInspect } from "../_keeper_inspect.ts";
 
 const VERSION = JSON.stringify({ Version: "28.5.2", ApiVersion: "1.51", Os: "linux", Arch: "amd64" });
 const KEEPER_ID = "c".repeat(64);
 
-/** `GET /containers/{id}/json` of a running keeper with no exec (the fields the schema reads). */
-const KEEPER_STATE = JSON.stringify({
-  Id: KEEPER_ID,
-  Name: "/keeper",
-  Image: `sha256:${"a".repeat(64)}`,
-  State: { Status: "running", Running: true, Pid: 42, ExitCode: 0 },
-  Config: { User: "1000:1000", Env: [], Entrypoint: null, Cmd: null, WorkingDir: "/", Image: "x", Labels: {}, Tty: false, OpenStdin: false },
-  HostConfig: {
-    ReadonlyRootfs: true, CapAdd: null, CapDrop: ["ALL"], SecurityOpt: null, PidMode: "", IpcMode: "private", UsernsMode: "",
-    Memory: 0, MemorySwap: 0, NanoCpus: 0, PidsLimit: null, NetworkMode: "none", Binds: null, Privileged: false, Devices: null,
-    PortBindings: null, PublishAllPorts: false,
-  },
-  Mounts: [],
-  ExecIDs: null,
-});
+/** `GET /containers/{id}/json` of a running keeper with no exec. */
+const KEEPER_STATE = keeperInspect(KEEPER_ID);
 
 function answer(status: string, body: string): string {
   return `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
