@@ -8,9 +8,10 @@
  *   process), and through a direct TCP connection to the keeper's bridge address (what
  *   `outbound` allows; the floor). Wall time, this process's CPU, and for the CLI its own
  *   CPU (GNU time). Ratios to the direct connection. Guest → host also has the Engine's own
- *   floor: the same `nc` run as an exec whose attach stream a bare `node:net` socket only
- *   counts (no framing, no demultiplexing, no CLI) — the most any path through the Engine's
- *   attach copy can carry on this machine.
+ *   floor: an exec writing the same bytes in 1 MiB pieces (`dd`, no TCP at all) whose attach
+ *   stream a bare `node:net` socket only counts (no framing, no demultiplexing, no CLI) — the
+ *   most any path through the Engine's attach copy carries on this machine. (Not `nc`: busybox
+ *   `nc` writes its output in small pieces, which costs the Engine more than the copy itself.)
  * - the same 256 MiB host → guest (the guest counts and answers the count).
  * - time to the first body byte of `sandbox.fetch()` on a warm sandbox (relay running) vs
  *   the runtime's own `fetch()` of the bridge address; and the first `connect()` of a sandbox
@@ -200,7 +201,7 @@ try {
   for (const upload of [false, true]) {
     const port = upload ? SINK_PORT : SEND_PORT;
     const samples: Record<string, Sample[]> = { "sandbox.connect() (relay)": [], "docker exec -i nc (CLI)": [], "direct TCP to the bridge address": [] };
-    const ENGINE_FLOOR = "exec nc, attach stream counted by bare node:net (the Engine's floor)";
+    const ENGINE_FLOOR = "exec dd bs=1M, attach stream counted by bare node:net (the Engine's floor)";
     if (!upload) samples[ENGINE_FLOOR] = [];
     await viaRelay(sandbox, port, upload); // warm-up
     for (let round = 0; round < rounds; round++) {
@@ -210,7 +211,8 @@ try {
       if (!upload) {
         samples[ENGINE_FLOOR].push(await measure(async () => {
           // The attach stream carries the 8-byte frame headers too: at least `bytes` arrive.
-          const received = await netFloor(engine, socketPath, keeperId, ["nc", "127.0.0.1", String(port)], { uid: 65534, gid: 65534 });
+          const dd = ["/bin/sh", "-c", `dd if=/dev/zero bs=${MIB} count=${bytes / MIB} 2>/dev/null`];
+          const received = await netFloor(engine, socketPath, keeperId, dd, { uid: 65534, gid: 65534 });
           if (received < bytes) throw new Error(`the Engine floor gave ${received} bytes`);
         }));
       }
