@@ -176,3 +176,18 @@ engineTest("DockerSandbox a timeout whose leader dropped its mark to another exe
     assert.deepEqual(await forger.exit, { kind: "exited", code: 137 }, "the forger was killed by the forged match");
   });
 }, { timeout: 120_000 });
+
+engineTest("DockerSandbox a timeout whose leader dropped its mark, with a descendant posing as an exec leader by a newline in its name, stops the sandbox", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    // The descendant keeps the mark and names itself so that the first line of its stat reads
+    // as an exec leader's (ppid 0, state S, even once it is a zombie nobody reaps).
+    const poses = "( printf 'x) S 0 1 \\n' > /proc/self/comm; echo posing; while :; do sleep 1; done ) & sleep 0.3; ulimit -x 7; exec sleep 60";
+    const outcome = await sandbox.run("/bin/sh", ["-c", poses], { timeoutMs: 3000 }).then(
+      (result) => assert.fail(`the command outlived its timeout: ${JSON.stringify(result.exit)}`),
+      (error) => error,
+    );
+    assert.ok(outcome instanceof SandboxEngineError, String(outcome));
+    assert.match(outcome.message, /^Cannot end process: its leader still runs but no exec leader in the guest carries its mark \d{15} .*\(timeout\)$/u);
+    assert.equal(sandbox.state, "stopped", "the sandbox stopped to end the command");
+  });
+}, { timeout: 120_000 });

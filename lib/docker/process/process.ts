@@ -528,6 +528,7 @@ export class DockerProcess implements SandboxProcess {
       host.stopFor(new SandboxEngineError(`Cannot end process: ${why}, so the sandbox was stopped to end it (${reason})`, { cause }));
     try {
       let outcome: GuestKillOutcome = { kind: "absent" };
+      let waited = false;
       for (let attempt = 0; attempt < KILL_ATTEMPTS; attempt++) {
         outcome = await killProcessGroup(host, this.#mark);
         if (this.#settled || host.stopping.aborted) return;
@@ -536,7 +537,8 @@ export class DockerProcess implements SandboxProcess {
         // settable by any process of the same user). Only this exec's own end counts, so it
         // is awaited (the Engine reports an exec's exit up to 2 s after its leader's when a
         // descendant holds the output) and asked for; while it runs, the kill goes on.
-        if (outcome.kind === "killed" && await settlesWithin(this.exit, KILLED_EXIT_WAIT_MS)) return;
+        if (outcome.kind === "killed" && await settlesWithin(this.exit, waited ? 0 : KILLED_EXIT_WAIT_MS)) return;
+        waited ||= outcome.kind === "killed";
         const state = await inspectExec(host.engine, this.#execId, { timeoutMs: host.policy.deadlines.cleanupMs });
         if (!state.Running && state.ExitCode !== null) return;
         if (outcome.kind === "killed") outcome = ABSENT_LEADER;
