@@ -517,8 +517,10 @@ export class DockerProcess implements SandboxProcess {
    * can come before the wrapper set its mark; and while a fork bomb holds every PID, the
    * runtime may fail to start the kill exec (measured: about 1 start in 20 fails so). While
    * the exec still runs (`GET /exec/{id}/json` has no exit code) and the kill found no
-   * leader or could not start, it is repeated after 10, 20, 40, … 640 ms, 8 kills at most.
-   * When the kill exec cannot be created or does not end in time, when the last attempt
+   * leader or could not start, it is repeated after 10, 20, 40, … 640 ms, 8 kills at most. A
+   * kill that found a leader counts once this exec ended (awaited up to
+   * {@linkcode KILLED_EXIT_WAIT_MS} the first time): the leader it found may have been
+   * another exec's that took this one's mark. When the kill exec cannot be created or does not end in time, when the last attempt
    * could not start, or when the leader still runs unfound after the last one (it changed
    * its mark), the sandbox stops instead, so the bound is never left unenforced.
    */
