@@ -63,8 +63,12 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
       command: z.array(z.string().max(65_536)).min(1).max(MAX_ARGUMENTS).describe(
         "The executable (an absolute path in the sandbox, e.g. /bin/sh) and its arguments",
       ),
-      stdin: z.string().max(settings.maxFileBytes).optional().describe("Text written to the command's stdin, which is then closed"),
-      timeoutMs: z.number().int().min(1).max(settings.toolTimeoutMs).optional().describe(
+      stdin: z.string().max(settings.maxFileBytes, {
+        error: `must be at most ${settings.maxFileBytes} characters, what this server moves in one call (maxFileBytes in its configuration): send less`,
+      }).optional().describe("Text written to the command's stdin, which is then closed"),
+      timeoutMs: z.number().int().min(1).max(settings.toolTimeoutMs, {
+        error: `must be at most ${settings.toolTimeoutMs} ms, the tool's deadline (toolTimeoutMs in the server's configuration): ask for less, or leave it out to get the whole deadline`,
+      }).optional().describe(
         `Kill the command after this many milliseconds (default and at most ${settings.toolTimeoutMs}, the tool's deadline)`,
       ),
     }),

@@ -97,6 +97,10 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
       assert.equal(big.isError, true);
       assert.match(big.text, /must be at most 134217728 bytes, the operator's ceiling \(ceiling\.memoryBytes in the server's configuration\): ask for less at memoryBytes/u);
       assert.deepEqual(await resourcesOf(engine, world.namespace), [], "nothing was created");
+      // A command's own timeout past the tool's deadline names the setting and the fix.
+      const late = await call("sandbox_run", { sandboxId: "x", command: ["/bin/true"], timeoutMs: 99_999_999 });
+      assert.equal(late.isError, true);
+      assert.match(late.text, /must be at most \d+ ms, the tool's deadline \(toolTimeoutMs in the server's configuration\): ask for less, or leave it out to get the whole deadline at timeoutMs/u);
 
       // A field the tool does not take is refused, not dropped (the model asked for something).
       const unknown = await call("sandbox_create", { network: "outbound" });

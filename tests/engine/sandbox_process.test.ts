@@ -154,3 +154,40 @@ engineTest("DockerSandbox a process's timeout and kill() also end the descendant
     assert.equal(sandbox.state, "running", "only the process's own were ended");
   });
 }, { timeout: 180_000 });
+
+engineTest("DockerSandbox a timeout whose leader dropped its mark to another exec's leader stops the sandbox, not the other exec alone", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    // The forger: another exec leader that takes the mark the timed one publishes (any
+    // process of the same user reads /proc/<pid>/limits and sets its own).
+    const forger = await sandbox.reserveProcess({
+      executable: "/bin/sh",
+      args: ["-c", "while [ ! -s /workspace/work/mark ]; do sleep 0.05; done; ulimit -x $(cat /workspace/work/mark); echo forged; exec sleep 1000"],
+    }).start();
+    await forger.stdin.close();
+    const dropsItsMark = "while read -r a b c s r; do [ \"$a $b $c\" = 'Max file locks' ] && echo $s > /workspace/work/mark.new; done < /proc/self/limits; " +
+      "ulimit -x 7; mv /workspace/work/mark.new /workspace/work/mark; exec sleep 60";
+    const outcome = await sandbox.run("/bin/sh", ["-c", dropsItsMark], { timeoutMs: 3000 }).then(
+      (result) => assert.fail(`the command outlived its timeout: ${JSON.stringify(result.exit)}`),
+      (error) => error,
+    );
+    assert.ok(outcome instanceof SandboxEngineError, String(outcome));
+    assert.match(outcome.message, /^Cannot end process: its leader still runs but no exec leader in the guest carries its mark \d{15} .*\(timeout\)$/u);
+    assert.equal(sandbox.state, "stopped", "the sandbox stopped to end the command");
+    assert.deepEqual(await forger.exit, { kind: "exited", code: 137 }, "the forger was killed by the forged match");
+  });
+}, { timeout: 120_000 });
+
+engineTest("DockerSandbox a timeout whose leader dropped its mark, with a descendant posing as an exec leader by a newline in its name, stops the sandbox", async (engine) => {
+  await withSandbox(engine, async (sandbox) => {
+    // The descendant keeps the mark and names itself so that the first line of its stat reads
+    // as an exec leader's (ppid 0, state S, even once it is a zombie nobody reaps).
+    const poses = "( printf 'x) S 0 1 \\n' > /proc/self/comm; echo posing; while :; do sleep 1; done ) & sleep 0.3; ulimit -x 7; exec sleep 60";
+    const outcome = await sandbox.run("/bin/sh", ["-c", poses], { timeoutMs: 3000 }).then(
+      (result) => assert.fail(`the command outlived its timeout: ${JSON.stringify(result.exit)}`),
+      (error) => error,
+    );
+    assert.ok(outcome instanceof SandboxEngineError, String(outcome));
+    assert.match(outcome.message, /^Cannot end process: its leader still runs but no exec leader in the guest carries its mark \d{15} .*\(timeout\)$/u);
+    assert.equal(sandbox.state, "stopped", "the sandbox stopped to end the command");
+  });
+}, { timeout: 120_000 });

@@ -33,14 +33,18 @@ import { WORK_PATH } from "../guest_paths.ts";
  * descendant that left the leader's process group (`setsid`, a shell's job control) still
  * carries the mark it inherited, so it is ended with the command instead of running on until
  * the sandbox stops. It scans again while a scan killed such a process (a descendant may fork
- * while it runs; at most 100 scans). `read`, `set`, `kill` and `$((…))` are builtins of every
+ * while it runs; at most 100 scans). A `stat` line cut short by a newline in the process's
+ * name (which the process chooses: it could write `x) S 0 1 ` there to pose as an exec leader,
+ * or hide that it is a zombie) has fewer than 20 fields where the kernel writes more than 40:
+ * such a process is killed when it carries the mark, but never counts as the leader found nor
+ * as a reason to scan again. `read`, `set`, `kill` and `$((…))` are builtins of every
  * POSIX shell, so the script needs nothing but `/bin/sh` and `/proc`.
  */
 export const KILL_SCRIPT = 'm=$1; f=3; n=1; i=0; while [ $n -gt 0 ] && [ $i -lt 100 ]; do i=$((i + 1)); n=0; ' +
   'for d in /proc/[0-9]*; do p=${d#/proc/}; read -r l 2>/dev/null < "$d/stat" || continue; ' +
   'set -f; set -- ${l##*) }; set +f; case $2.$l in "0.$p ($m) "*) ;; ' +
   '*) [ "$1" = Z ] && continue; k=; while read -r a b c s r; do [ "$a $b $c" = "Max file locks" ] && k=$s; done 2>/dev/null < "$d/limits"; ' +
-  '[ "$k" = "$m" ] || continue;; esac; kill -9 -"$p" "$p" 2>/dev/null; if [ "$2" = 0 ]; then f=0; else n=$((n + 1)); fi; done; done; exit $f';
+  '[ "$k" = "$m" ] || continue;; esac; kill -9 -"$p" "$p" 2>/dev/null; if [ $# -lt 20 ]; then :; elif [ "$2" = 0 ]; then f=0; else n=$((n + 1)); fi; done; done; exit $f';
 
 /** Exit code of the kill script when no exec leader carries the mark. */
 const NOT_FOUND = 3;

@@ -115,6 +115,28 @@ export const TERMINAL_DETACH_KEYS = "ctrl-],ctrl-@,ctrl-^,ctrl-_,ctrl-],ctrl-@,c
 /** Most kills of one end (see `DockerProcess.#kill`). */
 const KILL_ATTEMPTS = 8;
 
+/**
+ * How long a kill that found a leader waits for this exec's own exit before it asks the
+ * Engine (ms): the Engine reports an exec's exit up to 2 s after its leader's when a
+ * descendant still holds the output (dockerd's stream wait), plus a margin.
+ */
+const KILLED_EXIT_WAIT_MS = 5_000;
+
+/** The outcome a kill counts as when the leader it found was not this exec's. */
+const ABSENT_LEADER: GuestKillOutcome = Object.freeze({ kind: "absent" });
+
+/** Whether `promise` settles within `ms` milliseconds (a rejection counts as settled). */
+function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    const done = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    promise.then(done, done);
+  });
+}
+
 /** Most bytes one stdin write is split into on its way to the socket. */
 const STDIN_HIGH_WATER_MARK = 64 * 1024;
 
@@ -495,8 +517,10 @@ export class DockerProcess implements SandboxProcess {
    * can come before the wrapper set its mark; and while a fork bomb holds every PID, the
    * runtime may fail to start the kill exec (measured: about 1 start in 20 fails so). While
    * the exec still runs (`GET /exec/{id}/json` has no exit code) and the kill found no
-   * leader or could not start, it is repeated after 10, 20, 40, … 640 ms, 8 kills at most.
-   * When the kill exec cannot be created or does not end in time, when the last attempt
+   * leader or could not start, it is repeated after 10, 20, 40, … 640 ms, 8 kills at most. A
+   * kill that found a leader counts once this exec ended (awaited up to
+   * {@linkcode KILLED_EXIT_WAIT_MS} the first time): the leader it found may have been
+   * another exec's that took this one's mark. When the kill exec cannot be created or does not end in time, when the last attempt
    * could not start, or when the leader still runs unfound after the last one (it changed
    * its mark), the sandbox stops instead, so the bound is never left unenforced.
    */
@@ -506,11 +530,20 @@ export class DockerProcess implements SandboxProcess {
       host.stopFor(new SandboxEngineError(`Cannot end process: ${why}, so the sandbox was stopped to end it (${reason})`, { cause }));
     try {
       let outcome: GuestKillOutcome = { kind: "absent" };
+      let waited = false;
       for (let attempt = 0; attempt < KILL_ATTEMPTS; attempt++) {
         outcome = await killProcessGroup(host, this.#mark);
-        if (outcome.kind === "killed" || this.#settled || host.stopping.aborted) return;
+        if (this.#settled || host.stopping.aborted) return;
+        // "killed" says an exec leader carried the mark, not that it was this exec's: another
+        // exec's leader may have taken the mark this one dropped (limits are readable and
+        // settable by any process of the same user). Only this exec's own end counts, so it
+        // is awaited (the Engine reports an exec's exit up to 2 s after its leader's when a
+        // descendant holds the output) and asked for; while it runs, the kill goes on.
+        if (outcome.kind === "killed" && await settlesWithin(this.exit, waited ? 0 : KILLED_EXIT_WAIT_MS)) return;
+        waited ||= outcome.kind === "killed";
         const state = await inspectExec(host.engine, this.#execId, { timeoutMs: host.policy.deadlines.cleanupMs });
         if (!state.Running && state.ExitCode !== null) return;
+        if (outcome.kind === "killed") outcome = ABSENT_LEADER;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, 10 * 2 ** attempt);
           this.exit.then(() => {
