@@ -124,18 +124,22 @@ export function engineProcesses(socketPath: string): EngineProcesses {
   if (dockerdPid === undefined || !Number.isSafeInteger(dockerdPid)) {
     return { dockerdPid: undefined, daemonsKiB: Number.NaN, daemonsCpuMs: Number.NaN, shims: Number.NaN, shimsKiB: Number.NaN };
   }
-  const daemons = [dockerdPid, ...children(dockerdPid)];
+  // dockerd and its containerd only: a passing child (another one that exits) would take its
+  // CPU time out of the sum when it goes.
+  const daemons = [dockerdPid];
+  let containerdSocket: string | undefined;
+  for (const pid of children(dockerdPid)) {
+    const config = /^containerd\0--config\0([^\0]+)containerd\.toml/u.exec(readCommandLine(pid));
+    if (!config) continue;
+    daemons.push(pid);
+    containerdSocket = `${config[1]}containerd.sock`;
+  }
   let daemonsKiB = 0;
   let daemonsCpuMs = 0;
-  let containerdSocket: string | undefined;
   for (const pid of daemons) {
     daemonsKiB += statusKiB("VmRSS", pid);
     const cpu = cpuMs(pid);
     daemonsCpuMs += cpu.own + cpu.children;
-    if (pid !== dockerdPid) {
-      const config = /--config\0([^\0]+)containerd\.toml/u.exec(readCommandLine(pid));
-      if (config) containerdSocket = `${config[1]}containerd.sock`;
-    }
   }
   let shims = 0;
   let shimsKiB = 0;
