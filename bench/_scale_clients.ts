@@ -7,6 +7,8 @@
 // are what our library is for.
 import type Dockerode from "dockerode";
 import type { DockerSandboxBackend } from "../lib/docker/backend.ts";
+import { lockedDownHostConfig } from "../lib/docker/keeper/spec.ts";
+import { socketBufferSysctls } from "../lib/docker/keeper/socket_buffers.ts";
 import type { SandboxPolicyInput } from "../lib/sandbox/policy.ts";
 import { dockerodeExec } from "./_dockerode.ts";
 import { NO_RECORD, USER } from "./_rows.ts";
@@ -55,31 +57,49 @@ export function ourClient(name: string, backend: DockerSandboxBackend, policy: S
 
 const KEEPER_CMD = ["sleep", "2147483647"];
 
-/** The create body of a comparison container: the sandbox's limits, no network, /workspace a volume. */
-function comparisonBody(config: BenchConfig, resources: { cpus: number; memoryBytes: number; pids: number }): Dockerode.ContainerCreateOptions {
+const TMPFS = "rw,nosuid,nodev,size=67108864,nr_inodes=8192";
+
+/**
+ * The create body of a comparison container: the sandbox's limits, no network, /workspace a
+ * volume. `hardened`: also the keeper's `HostConfig` (lib/docker/keeper/spec.ts: read-only
+ * root, no capabilities, private IPC and cgroup namespaces, its three tmpfs mounts with the
+ * default policy's sizes, ulimits, socket-buffer sysctls), to tell the Engine's cost of that
+ * spec from our client's.
+ */
+function comparisonBody(config: BenchConfig, resources: { cpus: number; memoryBytes: number; pids: number }, hardened: boolean): Dockerode.ContainerCreateOptions {
+  const mounts = { Mounts: [{ Type: "volume" as const, Source: "", Target: "/workspace" }] }; // "": an anonymous volume
+  const work = { "/workspace/work": "mode=1777" };
   return {
     Image: config.busyboxImage,
     Cmd: KEEPER_CMD,
     Labels: { "dev.agentcell.bench": SCALE_LABEL_VALUE },
-    HostConfig: {
-      NetworkMode: "none",
-      NanoCpus: resources.cpus * 1e9,
-      Memory: resources.memoryBytes,
-      PidsLimit: resources.pids,
-      Mounts: [{ Type: "volume", Source: "", Target: "/workspace" }], // "": an anonymous volume
-      Tmpfs: { "/workspace/work": "mode=1777" },
-    },
+    HostConfig: hardened
+      ? {
+        ...lockedDownHostConfig(resources, "none"),
+        ...mounts,
+        Tmpfs: { ...work, "/home/sandbox": `${TMPFS},mode=0700`, "/tmp": `${TMPFS},mode=1777`, "/dev/shm": `${TMPFS},noexec,mode=1777` },
+        ShmSize: 67108864,
+        Ulimits: [["core", 0], ["nofile", 4096], ["nproc", 65536], ["msgqueue", 819200], ["memlock", 65536], ["sigpending", 1024]]
+          .map(([Name, value]) => ({ Name: String(Name), Soft: Number(value), Hard: Number(value) })),
+        Sysctls: socketBufferSysctls("runc"),
+      }
+      : { NetworkMode: "none", NanoCpus: resources.cpus * 1e9, Memory: resources.memoryBytes, PidsLimit: resources.pids, ...mounts, Tmpfs: work },
   };
 }
 
-/** dockerode: `createContainer` + `start`, the exec of `bench/_dockerode.ts`, `remove({ force, v })`. */
-export function dockerodeClient(docker: Dockerode, config: BenchConfig, resources: { cpus: number; memoryBytes: number; pids: number }): ScaleClient {
+/** dockerode: `createContainer` + `start`, the exec of `bench/_dockerode.ts`, `remove({ force, v })`; `hardened`: with the keeper's `HostConfig`. */
+export function dockerodeClient(
+  docker: Dockerode,
+  config: BenchConfig,
+  resources: { cpus: number; memoryBytes: number; pids: number },
+  hardened = false,
+): ScaleClient {
   const user = `${USER.uid}:${USER.gid}`;
   return {
-    name: "dockerode",
+    name: hardened ? "dockerode, keeper's HostConfig" : "dockerode",
     containers: 1,
     start: async () => {
-      const container = await docker.createContainer(comparisonBody(config, resources));
+      const container = await docker.createContainer(comparisonBody(config, resources, hardened));
       try {
         await container.start();
       } catch (error) {

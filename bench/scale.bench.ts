@@ -24,8 +24,9 @@
 // AGENTCELL_TEST_BUSYBOX_IMAGE (default: scripts/guest-images.sh busybox),
 // AGENTCELL_TEST_NODE_IMAGE (the proxy image; without it the allowlist client is left out),
 // BENCH_SCALE_N (the N list, comma separated, when none is given on the command line),
-// BENCH_SCALE_RUNS (10), BENCH_SCALE_ALLOWLIST_MAX (10), BENCH_SCALE_CLIENTS (all: ours,
-// guards, dockerode, cli, allowlist), DOCKER_CLI (/usr/local/bin/docker).
+// BENCH_SCALE_RUNS (10), BENCH_SCALE_ALLOWLIST_MAX (10), BENCH_SCALE_CLIENTS (ours, guards,
+// dockerode, cli, allowlist; also `hardened`: dockerode with the keeper's HostConfig), BENCH_SCALE_TRACE (1: our start phase's Engine calls
+// at the largest N, p50/p99 and time per sandbox), DOCKER_CLI (/usr/local/bin/docker).
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
@@ -40,6 +41,7 @@ import { cliClient, dockerodeClient, ourClient, SCALE_LABEL_VALUE, type ScaleCli
 import { BENCH_LABEL, benchConfig, runtimeName, sleep } from "./_setup.ts";
 import { quantile } from "./_stats.ts";
 import { sweep } from "./_sweep.ts";
+import { traceEngine, type TracedCall } from "./_trace.ts";
 
 /** Namespace of this benchmark's sandboxes (its own, so its sweep touches nothing else). */
 const SCALE_NAMESPACE = "bench-scale";
@@ -59,6 +61,7 @@ const runs = list(process.env.BENCH_SCALE_RUNS ?? "10", "BENCH_SCALE_RUNS")[0];
 const allowlistMax = Number(process.env.BENCH_SCALE_ALLOWLIST_MAX ?? 10);
 const wanted = new Set((process.env.BENCH_SCALE_CLIENTS ?? "ours,guards,dockerode,cli,allowlist").split(","));
 const proxyImage = process.env.AGENTCELL_TEST_NODE_IMAGE;
+const trace = process.env.BENCH_SCALE_TRACE === "1";
 const engine = new DockerEngine(config.endpoint);
 const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-bench-spill-")));
 const backend = createDockerSandboxBackend({
@@ -82,8 +85,9 @@ const clients: ScaleClient[] = [
   ourClient("ours, lease + guest deadline", backend, guarded),
   dockerodeClient(docker, config, resources),
   cliClient(config, resources),
+  dockerodeClient(docker, config, resources, true),
   ...(proxyImage ? [ourClient("ours, allowlist (proxy per sandbox)", backend, allowlist, 2)] : []),
-].filter((_, index) => wanted.has(["ours", "guards", "dockerode", "cli", "allowlist"][index]));
+].filter((_, index) => wanted.has(["ours", "guards", "dockerode", "cli", "hardened", "allowlist"][index]));
 
 /** What one client measured at one N. */
 interface Measured {
@@ -147,7 +151,9 @@ async function measure(client: ScaleClient, n: number): Promise<Measured> {
   const baseCpu = cpuMs();
   const baseConnections = engineConnections(config.socketPath);
   const handles: ScaleHandle[] = [];
+  const tracer = trace && client.name.startsWith("ours") ? traceEngine() : undefined;
   await timedAll(Array.from({ length: n }, (_, i) => i), async () => handles.push(await client.start()), startMs, failures);
+  if (tracer) traces.push({ client: client.name, n, calls: tracer.stop() });
   // All started, idle: what N sandboxes hold.
   collectGarbage();
   const rssKiB = (statusKiB("VmRSS") - baseRss) / n;
@@ -212,6 +218,7 @@ const loadBefore = load();
 console.log(`load average before: ${loadBefore}`);
 
 const results: Measured[] = [];
+const traces: { client: string; n: number; calls: TracedCall[] }[] = [];
 const started = performance.now();
 try {
   // One unmeasured sandbox per client: modules loaded, code compiled, first connections made.
@@ -270,4 +277,17 @@ for (const n of ns) {
 }
 for (const r of results.filter((r) => r.failures.length > 0)) {
   console.log(`\nN=${r.n} ${r.client}: ${r.failures.length} failures; first: ${r.failures[0]}`);
+}
+
+// BENCH_SCALE_TRACE=1: where the start phase's time went, per Engine call (all N at once).
+for (const { client, n, calls } of traces.filter((t) => t.n === Math.max(...ns))) {
+  const byCall = new Map<string, number[]>();
+  for (const call of calls) byCall.set(call.call, [...(byCall.get(call.call) ?? []), call.end - call.start]);
+  console.log(`\nN=${n} ${client}: Engine calls of the start phase\n`);
+  console.log("| call | per sandbox | p50 ms | p99 ms | ms per sandbox (sum ÷ N) |");
+  console.log("| --- | ---: | ---: | ---: | ---: |");
+  const rows = [...byCall].sort((a, b) => b[1].reduce((x, y) => x + y, 0) - a[1].reduce((x, y) => x + y, 0));
+  for (const [call, spans] of rows.slice(0, 15)) {
+    console.log(`| ${call} | ${(spans.length / n).toFixed(1)} | ${msText(p(spans, 0.5))} | ${msText(p(spans, 0.99))} | ${msText(spans.reduce((x, y) => x + y, 0) / n)} |`);
+  }
 }
