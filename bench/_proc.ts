@@ -165,12 +165,14 @@ function readCommandLine(pid: number): string {
 
 /**
  * Active handles and timers of the running runtime where it can tell
- * (`process.getActiveResourcesInfo()`: Node, Deno and Bun), counted by kind; `undefined`
- * where it cannot.
+ * (`process.getActiveResourcesInfo()`), counted by kind; `undefined` where it cannot. Node
+ * lists its handles and timers; Deno its timers and `node:` handles (not `Deno.connect`
+ * sockets); Bun 1.4 has the function but returns an empty list even with a timer and a
+ * server open (tried 2026-12-02), so it counts as unable to tell.
  */
 export function activeResources(): Record<string, number> | undefined {
   const info = (process as { getActiveResourcesInfo?: () => string[] }).getActiveResourcesInfo;
-  if (typeof info !== "function") return undefined;
+  if (typeof info !== "function" || (globalThis as { Bun?: unknown }).Bun !== undefined) return undefined;
   const counts: Record<string, number> = {};
   for (const kind of info.call(process)) counts[kind] = (counts[kind] ?? 0) + 1;
   return counts;
