@@ -158,7 +158,8 @@ export interface Samples {
 /** Most time one iteration may take before the variant is dropped, milliseconds. */
 const ITERATION_TIMEOUT_MS = 180_000;
 
-function withinTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
+/** `promise`, or a rejection naming `what` once {@linkcode ITERATION_TIMEOUT_MS} (180 s) passed first. */
+export function withinTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${what} took longer than ${ITERATION_TIMEOUT_MS} ms`)), ITERATION_TIMEOUT_MS);

@@ -28,7 +28,7 @@
  * @module
  */
 import { execFile, execFileSync } from "node:child_process";
-import { createReadStream, readFileSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import { mkdir, mkdtemp, open, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,6 +44,7 @@ import { openExport } from "../lib/docker/files/export_tree.ts";
 import { importTreeInto } from "../lib/docker/files/import_tree.ts";
 import { TransferGuard } from "../lib/docker/files/_transfer_guard.ts";
 import { benchConfig } from "./_setup.ts";
+import { statusKiB } from "./_proc.ts";
 import { type GoalReport, ratio, reportGoals } from "./_goals.ts";
 
 // The engine and busybox guest as for the other benchmarks; children inherit them.
@@ -87,8 +88,8 @@ async function dockerode(): Promise<Docker> {
 }
 
 function statusMiB(field: string): number {
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync("/proc/self/status", "utf8"));
-  return match ? Number(match[1]) / 1024 : 0;
+  const kib = statusKiB(field);
+  return Number.isNaN(kib) ? 0 : kib / 1024;
 }
 
 /** Runs in a child: one transfer, then one JSON line with its Sample. */

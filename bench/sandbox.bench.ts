@@ -30,7 +30,6 @@ import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { z } from "zod";
 import { createDockerSandboxBackend } from "../lib/docker/backend.ts";
 import type { DockerSandbox } from "../lib/docker/sandbox.ts";
 import { DockerEngine } from "../lib/engine/client.ts";
@@ -45,6 +44,7 @@ import { markdownTable, type RowResult, summarize } from "./_stats.ts";
 import { reportGoals, sandboxGoals } from "./_goals.ts";
 import { poolRow } from "./_pool_row.ts";
 import { breakdown, traceEngine, type TracedCall } from "./_trace.ts";
+import { sweep } from "./_sweep.ts";
 
 const config = benchConfig();
 const runtime = runtimeName();
@@ -92,31 +92,6 @@ function syntheticTable(results: readonly SyntheticResult[], bytes: number, dock
   }
   if (dockerodeMissing) lines.push(`| dockerode modem.demuxStream | 0 | n/a | n/a | n/a (${dockerodeMissing}) |`);
   return lines.join("\n");
-}
-
-/** Containers and volumes left by this benchmark (by its labels), removed; returns what was found. */
-async function sweep(): Promise<string[]> {
-  const list = z.array(z.object({ Id: z.string() }));
-  const found: string[] = [];
-  for (const label of [BENCH_LABEL, `${LABELS.namespace}=${BENCH_NAMESPACE}`]) {
-    const reply = await engine.request("GET", "/containers/json", {
-      query: { all: true, filters: JSON.stringify({ label: [label] }) },
-      schema: list,
-    });
-    for (const { Id } of reply.value) {
-      found.push(`container ${Id.slice(0, 12)}`);
-      await engine.request("DELETE", `/containers/${Id}`, { query: { force: true }, expect: [204, 404] });
-    }
-  }
-  const volumes = await engine.request("GET", "/volumes", {
-    query: { filters: JSON.stringify({ label: [`${LABELS.namespace}=${BENCH_NAMESPACE}`] }) },
-    schema: z.object({ Volumes: z.array(z.object({ Name: z.string() })).nullable() }),
-  });
-  for (const { Name } of volumes.value.Volumes ?? []) {
-    found.push(`volume ${Name}`);
-    await engine.request("DELETE", `/volumes/${Name}`, { expect: [204, 404] });
-  }
-  return found;
 }
 
 console.log(`# @agentcell/docker benchmark on ${runtime}`);
@@ -201,7 +176,7 @@ try {
   }
 } finally {
   await keeper?.destroy();
-  const leftovers = await sweep();
+  const leftovers = await sweep(engine, [BENCH_LABEL, `${LABELS.namespace}=${BENCH_NAMESPACE}`]);
   await rm(spillDirectory, { recursive: true, force: true });
   console.log(`\nleftovers: ${leftovers.length === 0 ? "none" : `${leftovers.join(", ")} (removed)`}`);
 }
