@@ -8,7 +8,7 @@ import type { DockerSandbox } from "../lib/docker/sandbox.ts";
 import type { SandboxPolicyInput } from "../lib/sandbox/policy.ts";
 import { type DockerodeClient, dockerodeExec } from "./_dockerode.ts";
 import { execBody, OOM_WRAPPER, ourExec, pollStats } from "./_exec_steps.ts";
-import { BENCH_LABEL, type BenchConfig, dockerCli, drain, roundRobin, type Samples, timed, type TimedVariant } from "./_setup.ts";
+import { BENCH_LABEL, type BenchConfig, dockerCli, drain, roundRobin, type Samples, timed, type TimedVariant, USER } from "./_setup.ts";
 import type { RowResult, VariantResult } from "./_stats.ts";
 import { mark } from "./_trace.ts";
 import { bunFloor, denoFloor, netFloor } from "./_floor.ts";
@@ -41,8 +41,7 @@ function nativeFloor(config: BenchConfig, engine: DockerEngine, keeperId: string
   return variants;
 }
 
-/** The sandbox user of every benchmark exec. */
-export const USER = { uid: 65534, gid: 65534 } as const;
+export { USER };
 /** Policy of every benchmark sandbox. */
 export const POLICY: SandboxPolicyInput = { resources: { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 } };
 /** A recovery port that keeps nothing (the benchmark cleans up by exact identity itself). */

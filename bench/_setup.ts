@@ -1,10 +1,17 @@
 // Configuration of the sandbox benchmark: engine endpoint, guest image, iteration counts,
 // and the label every benchmark-made container carries so leftovers can be found.
 import { spawn, spawnSync } from "node:child_process";
+import { mkdtemp, realpath } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import process from "node:process";
+import { createDockerSandboxBackend, type DockerSandboxBackend } from "../lib/docker/backend.ts";
+import type { DockerSandboxBackendConfig } from "../lib/docker/config.ts";
 import { fileURLToPath } from "node:url";
 import { concatBytes } from "../lib/streams/concat_bytes.ts";
 
+/** The guest user of every benchmark sandbox. */
+export const USER = { uid: 65534, gid: 65534 } as const;
 /** Label on every container the benchmark makes outside our library. */
 export const BENCH_LABEL = "dev.agentcell.bench";
 /** Namespace of the sandboxes the benchmark makes with our library (its own: the leftover sweep removes only this namespace). */
@@ -227,4 +234,27 @@ export async function drain(stream: ReadableStream<Uint8Array>): Promise<number>
 /** Resolves after `ms` milliseconds. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * The backend every benchmark runs (`linux-x64-cgroupfs`, the busybox guest, uid/gid 65534)
+ * in `namespace`, with a fresh spill directory the caller removes when it is done;
+ * `overrides` replace fields of its config (a helper image, say).
+ */
+export async function benchBackend(
+  config: BenchConfig,
+  namespace: string,
+  overrides: Partial<DockerSandboxBackendConfig> = {},
+): Promise<{ backend: DockerSandboxBackend; spillDirectory: string }> {
+  const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-bench-spill-")));
+  const backend = createDockerSandboxBackend({
+    profile: "linux-x64-cgroupfs",
+    endpoint: config.endpoint,
+    namespace,
+    spillDirectory,
+    imageDigest: config.busyboxImage,
+    user: USER,
+    ...overrides,
+  });
+  return { backend, spillDirectory };
 }

@@ -26,11 +26,9 @@
 // BENCH_ROWS (start,exec,stream,pool,run,trace,synthetic),
 // BENCH_ONLY (run only variants whose name contains this text, e.g. for node --cpu-prof),
 // DOCKER_CLI (/usr/local/bin/docker).
-import { mkdtemp, realpath, rm } from "node:fs/promises";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
+import { loadavg } from "node:os";
 import process from "node:process";
-import { createDockerSandboxBackend } from "../lib/docker/backend.ts";
 import type { DockerSandbox } from "../lib/docker/sandbox.ts";
 import { DockerEngine } from "../lib/engine/client.ts";
 import { LABELS } from "../lib/docker/names.ts";
@@ -38,7 +36,7 @@ import { type DockerodeClient, loadDockerode } from "./_dockerode.ts";
 import { ourExec } from "./_exec_steps.ts";
 import { execRow, NO_RECORD, ourStartTrue, POLICY, rawApiStartTrue, startRow, streamRow, USER } from "./_rows.ts";
 import { type SyntheticResult, syntheticStdout } from "./_synthetic.ts";
-import { BENCH_LABEL, BENCH_NAMESPACE, benchConfig, runtimeName } from "./_setup.ts";
+import { BENCH_LABEL, BENCH_NAMESPACE, benchBackend, benchConfig, runtimeName } from "./_setup.ts";
 import { runRow } from "./_run_row.ts";
 import { markdownTable, type RowResult, summarize } from "./_stats.ts";
 import { reportGoals, sandboxGoals } from "./_goals.ts";
@@ -50,15 +48,7 @@ const config = benchConfig();
 const runtime = runtimeName();
 const rows = new Set((process.env.BENCH_ROWS ?? "start,exec,stream,pool,run,trace,synthetic").split(","));
 const engine = new DockerEngine(config.endpoint);
-const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-bench-spill-")));
-const backend = createDockerSandboxBackend({
-  profile: "linux-x64-cgroupfs",
-  endpoint: config.endpoint,
-  namespace: BENCH_NAMESPACE,
-  spillDirectory,
-  imageDigest: config.busyboxImage,
-  user: USER,
-});
+const { backend, spillDirectory } = await benchBackend(config, BENCH_NAMESPACE);
 
 function printRow(result: RowResult): void {
   console.log(`\n${result.row}`);

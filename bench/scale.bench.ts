@@ -27,18 +27,16 @@
 // BENCH_SCALE_RUNS (10), BENCH_SCALE_ALLOWLIST_MAX (10), BENCH_SCALE_CLIENTS (ours, guards,
 // dockerode, cli, allowlist; also `hardened`: dockerode with the keeper's HostConfig), BENCH_SCALE_TRACE (1: our start phase's Engine calls
 // at the largest N, p50/p99 and time per sandbox), DOCKER_CLI (/usr/local/bin/docker).
-import { mkdtemp, realpath, rm } from "node:fs/promises";
-import { cpus, loadavg, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
+import { cpus, loadavg, totalmem } from "node:os";
 import process from "node:process";
-import { createDockerSandboxBackend } from "../lib/docker/backend.ts";
 import { LABELS } from "../lib/docker/names.ts";
 import { DockerEngine } from "../lib/engine/client.ts";
 import type { SandboxPolicyInput } from "../lib/sandbox/policy.ts";
 import { collectGarbage, cpuMs, engineConnections, engineProcesses, openDescriptors, statusKiB } from "./_proc.ts";
-import { POLICY, USER } from "./_rows.ts";
+import { POLICY } from "./_rows.ts";
 import { cliClient, dockerodeClient, ourClient, SCALE_LABEL_VALUE, type ScaleClient, type ScaleHandle } from "./_scale_clients.ts";
-import { BENCH_LABEL, benchConfig, runtimeName, sleep, withinTimeout } from "./_setup.ts";
+import { BENCH_LABEL, benchBackend, benchConfig, runtimeName, sleep, withinTimeout } from "./_setup.ts";
 import { quantile } from "./_stats.ts";
 import { sweep } from "./_sweep.ts";
 import { traceEngine, type TracedCall } from "./_trace.ts";
@@ -63,16 +61,7 @@ const wanted = new Set((process.env.BENCH_SCALE_CLIENTS ?? "ours,guards,dockerod
 const proxyImage = process.env.AGENTCELL_TEST_NODE_IMAGE;
 const trace = process.env.BENCH_SCALE_TRACE === "1";
 const engine = new DockerEngine(config.endpoint);
-const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-bench-spill-")));
-const backend = createDockerSandboxBackend({
-  profile: "linux-x64-cgroupfs",
-  endpoint: config.endpoint,
-  namespace: SCALE_NAMESPACE,
-  spillDirectory,
-  imageDigest: config.busyboxImage,
-  user: USER,
-  ...(proxyImage ? { proxyImageDigest: proxyImage } : {}),
-});
+const { backend, spillDirectory } = await benchBackend(config, SCALE_NAMESPACE, proxyImage ? { proxyImageDigest: proxyImage } : {});
 const resources = { cpus: 1, memoryBytes: 256 * 1024 * 1024, pids: 128 };
 const guarded: SandboxPolicyInput = { ...POLICY, controllerLoss: "stop", execution: { kind: "deadline", timeoutMs: 3_600_000 } };
 // An allowlist whose host is never reached: the proxy container and its lease are the cost.

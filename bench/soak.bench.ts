@@ -17,17 +17,15 @@
 // Environment: AGENTCELL_TEST_ENGINE (default unix:///run/agentcell-test-engine/docker.sock),
 // AGENTCELL_TEST_BUSYBOX_IMAGE (default: scripts/guest-images.sh busybox), BENCH_SOAK_COUNT
 // (1000), BENCH_SOAK_EVERY (100), BENCH_SOAK_GUARDS (1).
-import { mkdtemp, realpath, rm } from "node:fs/promises";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
+import { loadavg } from "node:os";
 import process from "node:process";
-import { createDockerSandboxBackend } from "../lib/docker/backend.ts";
 import { LABELS } from "../lib/docker/names.ts";
 import { DockerEngine } from "../lib/engine/client.ts";
 import type { SandboxPolicyInput } from "../lib/sandbox/policy.ts";
 import { activeResources, collectGarbage, engineConnections, openDescriptors, statusKiB } from "./_proc.ts";
-import { NO_RECORD, POLICY, USER } from "./_rows.ts";
-import { benchConfig, runtimeName } from "./_setup.ts";
+import { NO_RECORD, POLICY } from "./_rows.ts";
+import { benchBackend, benchConfig, runtimeName } from "./_setup.ts";
 import { quantile } from "./_stats.ts";
 import { sweep } from "./_sweep.ts";
 
@@ -47,15 +45,7 @@ const every = count(process.env.BENCH_SOAK_EVERY, 100, "BENCH_SOAK_EVERY");
 const guards = process.env.BENCH_SOAK_GUARDS !== "0";
 const policy: SandboxPolicyInput = guards ? { ...POLICY, controllerLoss: "stop", execution: { kind: "deadline", timeoutMs: 3_600_000 } } : POLICY;
 const engine = new DockerEngine(config.endpoint);
-const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-bench-spill-")));
-const backend = createDockerSandboxBackend({
-  profile: "linux-x64-cgroupfs",
-  endpoint: config.endpoint,
-  namespace: SOAK_NAMESPACE,
-  spillDirectory,
-  imageDigest: config.busyboxImage,
-  user: USER,
-});
+const { backend, spillDirectory } = await benchBackend(config, SOAK_NAMESPACE);
 
 interface Sample {
   readonly sandboxes: number;
