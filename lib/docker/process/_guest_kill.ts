@@ -15,9 +15,11 @@
  * `SIGKILL` to the group and its leader, and to every other process that carries the mark
  * in its limits (a descendant that left the group) with the group it leads. A mark no exec
  * leader carries any more is reported as not found (what still carries it in its limits is
- * killed all the same). A process may change its own mark, but never another process's (the kernel lets
- * a process set only its own limits and `comm`), so a guest process can at most make its own
- * kill miss (and the sandbox then stops instead).
+ * killed all the same). A guest process can change its own mark, and, with `prlimit(2)`,
+ * the limits of another process of the same uid — never `comm` of another, nor anything of
+ * the keeper's or guards' uid. So a guest can make a kill miss or find the wrong leader; the
+ * kill therefore counts only once its own exec ended, and the sandbox stops otherwise
+ * (`DockerProcess`), so the bound holds either way.
  *
  * @module
  */
