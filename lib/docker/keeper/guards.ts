@@ -25,14 +25,22 @@
  */
 import type { DockerEngine } from "../../engine/client.ts";
 import { createExec, inspectExec, startExec } from "../../engine/exec.ts";
+import { DockerEngineTransportError } from "../../engine/errors.ts";
 import type { EngineUpgrade } from "../../engine/http/mod.ts";
+import { raceDeadline } from "../../streams/deadline.ts";
 import { WORK_PATH } from "../guest_paths.ts";
 
 /** Added to the execution deadline before the guest ends the keeper itself, milliseconds. */
 export const GUEST_DEADLINE_GRACE_MS = 2_000;
 
-/** The lease script: block on stdin (no fork), then end the keeper at EOF. */
-export const LEASE_SCRIPT = "while read -r line; do :; done; kill -TERM 1";
+/**
+ * What a guard writes to its stdout once it runs: the controller counts a guard as started
+ * only when this arrived ({@linkcode attachGuard}).
+ */
+export const GUARD_READY = "ready";
+
+/** The lease script: say it runs, block on stdin (no fork), then end the keeper at EOF. */
+export const LEASE_SCRIPT = `echo ${GUARD_READY}; while read -r line; do :; done; kill -TERM 1`;
 
 /** A guard exec the controller stays attached to. */
 export interface GuestGuard {
@@ -52,9 +60,20 @@ export type ControllerLease = GuestGuard;
  * its container, the same user) at EOF. The proxy program handles SIGTERM by exiting (a PID 1
  * ignores a signal it has no handler for). Node, not a shell: a proxy image need not have one.
  */
-export const PROXY_LEASE_PROGRAM = 'process.stdin.resume(); const end = () => process.kill(1, "SIGTERM"); process.stdin.on("end", end); process.stdin.on("close", end);';
+export const PROXY_LEASE_PROGRAM = `process.stdout.write("${GUARD_READY}\\n"); process.stdin.resume(); const end = () => process.kill(1, "SIGTERM"); process.stdin.on("end", end); process.stdin.on("close", end);`;
 
-/** Attach to a guard exec running `cmd` in container `keeperId` and watch its stream end. */
+/**
+ * Attach to a guard exec running `cmd` in container `keeperId`, wait until it runs, and watch
+ * its stream end.
+ *
+ * The exec start's reply (the hijacked stream) comes before runc has finished setting up the
+ * process: a `pause()` that freezes the container in between makes the exec fail, and the
+ * guard would end at once. So the guard counts as started only when its first output (it
+ * writes {@linkcode GUARD_READY} first) arrived, within `context.timeoutMs`.
+ *
+ * @throws {DockerEngineError} / {DockerEngineTransportError} when the exec cannot start, or
+ *   it ended, wrote nothing or was aborted before it ran
+ */
 async function attachGuard(context: GuardContext, cmd: readonly string[], workingDir: string = WORK_PATH): Promise<GuestGuard> {
   const { engine, keeperId, user, timeoutMs, signal } = context;
   const execId = await createExec(engine, keeperId, {
@@ -64,10 +83,27 @@ async function attachGuard(context: GuardContext, cmd: readonly string[], workin
     WorkingDir: workingDir,
   }, { timeoutMs, signal });
   const attach: EngineUpgrade = await startExec(engine, execId, { signal });
+  const reader = attach.readable.getReader();
+  const fail = (code: "deadline" | "aborted" | "connection", why: string, cause?: unknown) => {
+    attach.abort(new Error(why));
+    return new DockerEngineTransportError(code, `Cannot start guard exec ${execId}: ${why}`, { cause });
+  };
+  const first = await raceDeadline(reader.read(), {
+    timeoutMs,
+    signal,
+    onTimeout: () => fail("deadline", `it did not run within ${timeoutMs} ms`),
+    onAbort: (reason) => fail("aborted", "aborted", reason),
+  }).catch((error) => {
+    throw error instanceof DockerEngineTransportError ? error : fail("connection", "its stream failed before it ran", error);
+  });
+  if (first.done) throw fail("connection", "it ended before it ran (its container was paused or stopped as it started)");
   let released = false;
-  // Nothing is ever written; the output carries nothing either, but is drained so the
-  // connection never stalls on it. Its end is the guard's end.
-  const lost = attach.readable.pipeTo(new WritableStream()).catch(() => {}).then(() => {
+  // Nothing is ever written; after its first line the output carries nothing either, but is
+  // drained so the connection never stalls on it. Its end is the guard's end.
+  const drain = async () => {
+    while (!(await reader.read()).done);
+  };
+  const lost = drain().catch(() => {}).then(() => {
     if (released) return new Promise<void>(() => {});
   });
   return {
@@ -137,7 +173,7 @@ export function combinedLease(leases: readonly [ControllerLease, ...ControllerLe
 export function startGuestDeadline(context: GuardContext, deadlineMs: number): Promise<GuestGuard> {
   // `sleep` takes whole seconds; past 2^31 - 1 s (68 years) the keeper's own sleep is the bound.
   const seconds = Math.min(Math.ceil((deadlineMs + GUEST_DEADLINE_GRACE_MS) / 1000), 2 ** 31 - 1);
-  return attachGuard(context, ["/bin/sh", "-c", `sleep ${seconds}; kill -TERM 1`]);
+  return attachGuard(context, ["/bin/sh", "-c", `echo ${GUARD_READY}; sleep ${seconds}; kill -TERM 1`]);
 }
 
 /**
