@@ -17,12 +17,13 @@
 //                   the test kills it (a live controller)
 // Other settings: AGENTCELL_CHILD_STORE (the store directory), AGENTCELL_CHILD_SPILL (spill
 // directory), AGENTCELL_CHILD_POLICY (JSON policy), AGENTCELL_CHILD_NAMESPACE (default
-// "test"), AGENTCELL_CHILD_PROXY_IMAGE (config.proxyImageDigest, for allowlist policies). It prints "ready <reservationId>" lines.
+// the lane's, tests/engine/_lane.ts), AGENTCELL_CHILD_PROXY_IMAGE (config.proxyImageDigest, for allowlist policies). It prints "ready <reservationId>" lines.
 // Runs unchanged on Deno, Bun and Node.
 import process from "node:process";
 import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
 import { createFileRecoveryStore } from "../../lib/docker/recovery/store.ts";
 import type { SandboxRecoveryRecord } from "../../lib/sandbox/backend.ts";
+import { TEST_NAMESPACE } from "./_lane.ts";
 
 const killAt = process.env.AGENTCELL_CHILD_KILL_AT!;
 const store = await createFileRecoveryStore(process.env.AGENTCELL_CHILD_STORE!);
@@ -34,7 +35,7 @@ const die = (): never => {
 const backend = createDockerSandboxBackend({
   profile: "linux-x64-cgroupfs",
   endpoint: process.env.AGENTCELL_TEST_ENGINE!,
-  namespace: process.env.AGENTCELL_CHILD_NAMESPACE ?? "test",
+  namespace: process.env.AGENTCELL_CHILD_NAMESPACE ?? TEST_NAMESPACE,
   spillDirectory: process.env.AGENTCELL_CHILD_SPILL!,
   imageDigest: process.env.AGENTCELL_TEST_BUSYBOX_IMAGE!,
   user: { uid: 65534, gid: 65534 },

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { createDockerSandboxBackend } from "../../lib/docker/backend.ts";
 import { DockerEngine } from "../../lib/engine/client.ts";
+import { TEST_NAMESPACE } from "./_lane.ts";
 
 const endpoint = process.env.AGENTCELL_TEST_ENGINE!;
 const image = process.env.AGENTCELL_TEST_BUSYBOX_IMAGE!;
@@ -25,7 +26,7 @@ const spillDirectory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-ch
 const backend = createDockerSandboxBackend({
   profile: "linux-x64-cgroupfs",
   endpoint,
-  namespace: "test",
+  namespace: TEST_NAMESPACE,
   spillDirectory,
   imageDigest: image,
   user: { uid: 65534, gid: 65534 },

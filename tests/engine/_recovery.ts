@@ -16,6 +16,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { busyboxImage, endpoint, runtimeCommand } from "./_engine.ts";
+import { TEST_NAMESPACE } from "./_lane.ts";
 
 const CHILD = fileURLToPath(new URL("./_controller_child.ts", import.meta.url));
 
@@ -51,7 +52,7 @@ export async function withWorld(
       createDockerSandboxBackend({
         profile: "linux-x64-cgroupfs",
         endpoint: via,
-        namespace: "test",
+        namespace: TEST_NAMESPACE,
         spillDirectory: spill,
         imageDigest: busyboxImage,
         user: { uid: 65534, gid: 65534 },

@@ -15,6 +15,7 @@ import type { DockerSandboxDataset } from "../../lib/docker/datasets/configurati
 import type { SandboxResourceNames } from "../../lib/docker/names.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
 import { busyboxImage, endpoint } from "./_engine.ts";
+import { TEST_NAMESPACE } from "./_lane.ts";
 
 /** A modest default policy for tests. */
 export const testPolicy: SandboxPolicyInput = {
@@ -46,7 +47,7 @@ export async function withBackend(
     const backend = createDockerSandboxBackend({
       profile: "linux-x64-cgroupfs",
       endpoint: via,
-      namespace: "test",
+      namespace: TEST_NAMESPACE,
       spillDirectory,
       imageDigest: image,
       ...(overrides.userRange ? {} : { user: { uid: 65534, gid: 65534 } }),

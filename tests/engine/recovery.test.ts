@@ -24,6 +24,7 @@ import {
   withWorld,
 } from "./_recovery.ts";
 import { recordingPort } from "./_sandbox.ts";
+import { TEST_NAMESPACE } from "./_lane.ts";
 
 const policy: SandboxPolicyInput = { resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 } };
 const runChild = (world: World, killAt: string, childPolicy: SandboxPolicyInput = policy) => runChildWith(world, killAt, childPolicy);
@@ -148,7 +149,7 @@ engineTest("DockerSandbox start answers a keeper-name conflict with SandboxConfl
         Cmd: ["true"],
         Labels: {
           [LABELS.owner]: "agentcell",
-          [LABELS.namespace]: "test",
+          [LABELS.namespace]: TEST_NAMESPACE,
           [LABELS.reservation]: reservation.id,
           [LABELS.role]: "keeper",
         },
@@ -187,7 +188,7 @@ engineTest("DockerSandboxBackend.recover never adopts a look-alike with copied l
     // Someone copies the name and every label they can see, but not the record's nonce.
     const labels = {
       [LABELS.owner]: "agentcell",
-      [LABELS.namespace]: "test",
+      [LABELS.namespace]: TEST_NAMESPACE,
       [LABELS.reservation]: record.reservationId,
       [LABELS.role]: "keeper",
       [LABELS.revision]: record.identity.revision,
@@ -369,7 +370,7 @@ engineTest("DockerSandbox exportTree answers an accessor-name conflict with Sand
       json: {
         Image: busyboxImage,
         Cmd: ["true"],
-        Labels: { [LABELS.owner]: "agentcell", [LABELS.namespace]: "test", [LABELS.reservation]: reservation.id, [LABELS.role]: "accessor" },
+        Labels: { [LABELS.owner]: "agentcell", [LABELS.namespace]: TEST_NAMESPACE, [LABELS.reservation]: reservation.id, [LABELS.role]: "accessor" },
       },
       expect: [201],
       schema: z.looseObject({ Id: z.string() }),

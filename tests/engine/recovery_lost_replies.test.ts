@@ -15,6 +15,7 @@ import type { SandboxPolicyInput } from "../../lib/sandbox/policy.ts";
 import { endpoint, engineTest, eventually } from "./_engine.ts";
 import { type FaultProxy, type RequestMatch, startFaultProxy } from "./_fault_proxy.ts";
 import { assertNothingLeft, onlyRecord, storedRecord, withWorld } from "./_recovery.ts";
+import { TEST_NAMESPACE } from "./_lane.ts";
 
 const policy: SandboxPolicyInput = {
   resources: { cpus: 0.5, memoryBytes: 64 * 1024 * 1024, pids: 32 },
@@ -48,7 +49,7 @@ async function lookAlike(engine: DockerEngine, record: DockerSandboxRecoveryReco
       Name: name,
       Labels: {
         [LABELS.owner]: "agentcell",
-        [LABELS.namespace]: "test",
+        [LABELS.namespace]: TEST_NAMESPACE,
         [LABELS.reservation]: record.reservationId,
         [LABELS.role]: "volume",
         [LABELS.revision]: record.identity.revision,

@@ -16,6 +16,7 @@ import { busyboxImage, endpoint, engineTest, eventually } from "./_engine.ts";
 import { assertGone, readUntil, recordingPort, testPolicy, withBackend } from "./_sandbox.ts";
 import type { DockerEngine } from "../../lib/engine/client.ts";
 import type { DockerSandbox } from "../../lib/docker/sandbox.ts";
+import { TEST_NAMESPACE } from "./_lane.ts";
 
 async function assertNameAbsent(engine: DockerEngine, kind: "containers" | "volumes" | "networks", name: string) {
   const path = kind === "containers" ? `/containers/${name}/json` : `/${kind}/${name}`;
@@ -110,7 +111,7 @@ engineTest("DockerSandbox daemon admission lists every unmet requirement of the 
   try {
     const backend = createDockerSandboxBackend({
       endpoint: endpoint!,
-      namespace: "test",
+      namespace: TEST_NAMESPACE,
       spillDirectory: spill,
       imageDigest: busyboxImage,
       user: { uid: 65534, gid: 65534 },
@@ -140,7 +141,7 @@ engineTest("DockerSandbox desktop profile rejects on Linux before touching spill
   const backend = createDockerSandboxBackend({
     profile: "desktop-apple-virtualization-native-arm64",
     endpoint: "unix:///nonexistent/agentcell/docker.sock",
-    namespace: "test",
+    namespace: TEST_NAMESPACE,
     spillDirectory: "/nonexistent/agentcell-spill",
     imageDigest: busyboxImage,
     user: { uid: 65534, gid: 65534 },
@@ -164,7 +165,7 @@ engineTest("DockerSandbox spill directory must exist, be a directory and be cano
       const backend = createDockerSandboxBackend({
         profile: "linux-x64-cgroupfs",
         endpoint: endpoint!,
-        namespace: "test",
+        namespace: TEST_NAMESPACE,
         spillDirectory: path,
         imageDigest: busyboxImage,
         user: { uid: 65534, gid: 65534 },
