@@ -8,7 +8,7 @@
  * @module
  */
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import process from "node:process";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { DOCKER_SANDBOX_PROFILES } from "../docker/profiles.ts";
@@ -97,6 +97,15 @@ export function imageOf(values: { image?: string }): string {
     throw new UsageError("Cannot open a sandbox: pass --image sha256:… (or set AGENTCELL_IMAGE); agentcell prepare-image SOURCE [TAG] makes one from a local image");
   }
   return image;
+}
+
+/**
+ * A host directory named on the command line, relative to the working directory as a shell
+ * user expects: made absolute and normalised (`node:path` `resolve`), symbolic links left in
+ * place for the library's own checks (the records store refuses one).
+ */
+export function directoryOption(value: string): string {
+  return resolve(value);
 }
 
 /** Where `run` and `shell` record their sandbox: `$XDG_STATE_HOME/agentcell/records` (else `~/.local/state/…`). */

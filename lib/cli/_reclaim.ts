@@ -11,7 +11,7 @@ import type { DockerSandboxProfile } from "../docker/profiles.ts";
 import type { DockerSandboxRecoveryRecord } from "../docker/recovery/record.ts";
 import { reclaimRecords } from "../docker/recovery/reclaim.ts";
 import { createFileRecoveryStore } from "../docker/recovery/store.ts";
-import { parse, UsageError } from "./_options.ts";
+import { directoryOption, parse, UsageError } from "./_options.ts";
 
 /** Help of `reclaim`. */
 export const RECLAIM_HELP = `agentcell reclaim RECORDS_DIR
@@ -45,10 +45,11 @@ function backendOf(record: DockerSandboxRecoveryRecord, directory: string): Dock
 export async function reclaim(args: readonly string[], out: (line: string) => void): Promise<number> {
   const { positionals } = parse(args, {});
   if (positionals.length !== 1) throw new UsageError("Cannot reclaim: name exactly one records directory, e.g. agentcell reclaim ~/.local/state/agentcell/records");
+  const directory = directoryOption(positionals[0]);
   // The store would make a missing directory; a typo must not read as "nothing to reclaim".
-  const found = await stat(positionals[0]).then((stats) => stats.isDirectory(), () => false);
-  if (!found) throw new UsageError(`Cannot reclaim: ${positionals[0]} is not a directory; name the records directory the program wrote (its --records, or recordsDirectory)`);
-  const store = await createFileRecoveryStore(positionals[0]);
+  const found = await stat(directory).then((stats) => stats.isDirectory(), () => false);
+  if (!found) throw new UsageError(`Cannot reclaim: ${directory} is not a directory; name the records directory the program wrote (its --records, or recordsDirectory)`);
+  const store = await createFileRecoveryStore(directory);
   const report = await reclaimRecords(store, (record) => backendOf(record, store.directory));
   for (const outcome of report.outcomes) {
     out(

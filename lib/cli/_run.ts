@@ -15,6 +15,7 @@ import {
   COMMON_HELP,
   COMMON_OPTIONS,
   defaultRecordsDirectory,
+  directoryOption,
   endpointOf,
   imageOf,
   namedProfileOf,
@@ -91,8 +92,8 @@ async function open(values: SandboxValues, signal: AbortSignal): Promise<DockerS
     imageDigest: imageOf(values),
     ...(named === undefined ? {} : { profile: named }),
     ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
-    recordsDirectory: values.records ?? defaultRecordsDirectory(),
-    ...(values.spill === undefined ? {} : { spillDirectory: values.spill }),
+    recordsDirectory: values.records === undefined ? defaultRecordsDirectory() : directoryOption(values.records),
+    ...(values.spill === undefined ? {} : { spillDirectory: directoryOption(values.spill) }),
     policy: { resources, network },
   } satisfies OpenSandboxOptions;
   // Without a named profile, the default one stands in for this check; openSandbox checks

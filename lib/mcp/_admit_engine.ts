@@ -18,7 +18,7 @@ import { DockerEngine } from "../engine/client.ts";
 import { inspectImage } from "../engine/images.ts";
 import type { EngineInfo, EngineVersion } from "../engine/system.ts";
 import { reasonOf } from "../internal/reason.ts";
-import { type SandboxError, SandboxUnsupportedError } from "../sandbox/errors.ts";
+import { SandboxError, SandboxUnsupportedError } from "../sandbox/errors.ts";
 import type { SandboxPolicy } from "../sandbox/policy.ts";
 
 /** Deadline of each Engine call of the start check, milliseconds (as `agentcell doctor`). */
@@ -26,10 +26,33 @@ export const MCP_START_CHECK_TIMEOUT_MS = 10_000;
 
 const ACTION = "Cannot start the MCP server";
 
-/** The backend's field names in a reused message, as the MCP config file names them. */
+/**
+ * The backend's field names in a reused message, as the MCP config file names them: the
+ * backend's `config.<field>` is the file's `<field>` (the server passes only fields of the
+ * file: endpoint, profile, imageDigest, namespace, user, spillDirectory, proxyImageDigest),
+ * the policy's network and resources are the file's `network` and `ceiling`.
+ */
 function fileTerms(message: string): string {
-  return message.replaceAll(/\bconfig\.(endpoint|profile|imageDigest|proxyImageDigest)\b/gu, "mcp.$1")
+  return message.replaceAll(/\bconfig\.(?=[a-zA-Z])/gu, "mcp.")
     .replaceAll(/\bpolicy\.network\b/gu, "mcp.network").replaceAll(/\bpolicy\.resources\./gu, "mcp.ceiling.");
+}
+
+/**
+ * Run the backend's inert checks of the server's configuration (`check`: the backend's
+ * construction and a reservation of the ceiling and network, no I/O) and answer a refusal
+ * as the configuration's: "Cannot configure the MCP server: mcp.<field> …", the same class,
+ * code and fix as the backend's.
+ *
+ * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} naming the file's field
+ */
+export function admitMcpConfig(check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    if (!(error instanceof SandboxError)) throw error;
+    const reason = error.message.replace(/^Cannot [^:]*: /u, "");
+    throw rephrased(error, fileTerms(`Cannot configure the MCP server: ${reason}`), error);
+  }
 }
 
 /**

@@ -15,7 +15,7 @@ import type { DockerSandbox } from "../docker/sandbox.ts";
 import { SandboxConfigurationError, SandboxQuotaError } from "../sandbox/errors.ts";
 import { normalizePolicy, type SandboxResources } from "../sandbox/policy.ts";
 import type { McpServerSettings } from "./config.ts";
-import { admitMcpEngine } from "./_admit_engine.ts";
+import { admitMcpConfig, admitMcpEngine } from "./_admit_engine.ts";
 
 /** One sandbox of the server. */
 export interface McpSandboxEntry {
@@ -65,12 +65,12 @@ export class McpSandboxes {
    * the endpoint answers, the profile admits the daemon, the image is there and admissible
    * (`admitMcpEngine`). Creates nothing.
    *
-   * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} naming the field (`config.…`, `policy.…`)
+   * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} naming the config file's field (`mcp.…`)
    * @throws {SandboxError} from `admitMcpEngine`, naming the field of the config file (`mcp.…`)
    */
   async admit(): Promise<void> {
     const policy = { resources: this.#settings.ceiling, network: this.#settings.network };
-    this.#backend().reserve({ policy }, { record: () => Promise.resolve() });
+    admitMcpConfig(() => this.#backend().reserve({ policy }, { record: () => Promise.resolve() }));
     await admitMcpEngine(normalizeBackendConfig(this.#backendConfig()), normalizePolicy(policy));
   }
 
@@ -79,11 +79,11 @@ export class McpSandboxes {
    * of the records directory (a previous server's sandboxes): the records of a server that
    * still runs are locked and stay.
    *
-   * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} naming the field (`config.…`, `policy.…`)
+   * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} naming the config file's field (`mcp.…`)
    */
   async reclaim(): Promise<ReclaimReport> {
     // The ceiling and the network are checked here, before anything runs: a reservation is inert.
-    this.#backend().reserve({ policy: { resources: this.#settings.ceiling, network: this.#settings.network } }, { record: () => Promise.resolve() });
+    admitMcpConfig(() => this.#backend().reserve({ policy: { resources: this.#settings.ceiling, network: this.#settings.network } }, { record: () => Promise.resolve() }));
     const store = await createFileRecoveryStore(this.#settings.recordsDirectory);
     const backend = this.#backend();
     return await reclaimRecords(store, () => backend);

@@ -16,6 +16,8 @@ import { type McpLog, toolCall } from "./_tool_call.ts";
 
 /** Most arguments of one command (the executable included). */
 const MAX_ARGUMENTS = 1024;
+/** Most characters of one argument. */
+const MAX_ARGUMENT_CHARACTERS = 65_536;
 
 /**
  * Milliseconds a command's own timeout ends before the tool's deadline, so its answer arrives
@@ -40,11 +42,12 @@ function exitLine(exit: SandboxExitReceipt | undefined, timeoutMs: number, captu
   if (exit === undefined) return "exit: unknown (the command's end was not observed)";
   if (exit.kind === "exited") return `exit code ${exit.code}`;
   if (exit.kind === "unavailable") return "exit: unavailable (the sandbox stopped before the command ended)";
-  const why = exit.reason === "timeout"
-    ? `it ran until its timeout of ${timeoutMs} ms (the tool's deadline, or the timeoutMs asked for)`
-    : exit.reason === "output_limit"
-    ? `its output passed the ${capturedBytes} bytes the server keeps`
-    : exit.reason;
+  // The output bound may end a command that already exited on its own (its output still
+  // flowing): that is a stop at the bound, not a kill of the command.
+  if (exit.reason === "output_limit") {
+    return `stopped at the output limit (exit code ${exit.code}): its output passed the ${capturedBytes} bytes the server keeps; the rest was dropped and what still ran was killed`;
+  }
+  const why = exit.reason === "timeout" ? `it ran until its timeout of ${timeoutMs} ms (the tool's deadline, or the timeoutMs asked for)` : exit.reason;
   return `killed (${exit.reason}, exit code ${exit.code}): ${why}`;
 }
 
@@ -60,7 +63,9 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
       `It is killed when it passes its timeout (at most the tool's deadline of ${settings.toolTimeoutMs} ms).`,
     inputSchema: z.strictObject({
       sandboxId: z.string().max(64).describe("The sandbox's ID (from sandbox_create or sandbox_list)"),
-      command: z.array(z.string().max(65_536)).min(1).max(MAX_ARGUMENTS).describe(
+      command: z.array(z.string().max(MAX_ARGUMENT_CHARACTERS, { error: `each argument must be at most ${MAX_ARGUMENT_CHARACTERS} characters: pass long text as stdin, or write it to a file with sandbox_write_file` }))
+        .min(1, { error: 'must name the executable: an argument vector such as ["/bin/sh", "-c", "ls -l"]' })
+        .max(MAX_ARGUMENTS, { error: `must have at most ${MAX_ARGUMENTS} arguments: pass long lists as stdin, or in a file written with sandbox_write_file` }).describe(
         "The executable (an absolute path in the sandbox, e.g. /bin/sh) and its arguments",
       ),
       stdin: z.string().max(settings.maxFileBytes, {

@@ -7,6 +7,7 @@
 import { z } from "zod";
 // @ts-types="@modelcontextprotocol/sdk/server/mcp"
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { MIN_CPUS, MIN_MEMORY_BYTES, MIN_PIDS } from "../sandbox/policy.ts";
 import type { McpServerSettings } from "./config.ts";
 import type { McpSandboxes } from "./_sandboxes.ts";
 import { type McpLog, toolCall } from "./_tool_call.ts";
@@ -22,18 +23,24 @@ export function registerLifecycleTools(server: McpServer, settings: McpServerSet
   const { ceiling, toolTimeoutMs } = settings;
   const most = (field: string, value: number, unit: string) =>
     `must be at most ${value}${unit}, the operator's ceiling (ceiling.${field} in the server's configuration): ask for less`;
+  const least = (field: string, value: number, unit: string) =>
+    `must be at least ${value}${unit}, the least a sandbox runs with: ask for more, or leave ${field} out to get the ceiling`;
+  const whole = (field: string, unit: string) => `must be a whole number of ${unit}: ask for an integer, or leave ${field} out to get the ceiling`;
   server.registerTool("sandbox_create", {
     title: "Create a sandbox",
     description: `Start a new, empty Linux sandbox (an isolated container with /workspace; network ${networkOf(settings)}). ` +
       `At most ${settings.maxSandboxes} at once; resources left out get the ceiling (${ceiling.cpus} CPUs, ${ceiling.memoryBytes} bytes of memory, ${ceiling.pids} PIDs). ` +
       "Answers the sandbox's ID for the other tools. Destroy it with sandbox_destroy when done.",
     inputSchema: z.strictObject({
-      cpus: z.number().min(0.01).max(ceiling.cpus, { error: most("cpus", ceiling.cpus, " CPUs") }).optional().describe(`CPUs, at most ${ceiling.cpus}`),
-      memoryBytes: z.number().int().min(6 * 1024 * 1024).max(ceiling.memoryBytes, { error: most("memoryBytes", ceiling.memoryBytes, " bytes") }).optional()
+      cpus: z.number().min(MIN_CPUS, { error: least("cpus", MIN_CPUS, " CPUs") }).max(ceiling.cpus, { error: most("cpus", ceiling.cpus, " CPUs") }).optional()
+        .describe(`CPUs, at most ${ceiling.cpus}`),
+      memoryBytes: z.number().int({ error: whole("memoryBytes", "bytes") }).min(MIN_MEMORY_BYTES, { error: least("memoryBytes", MIN_MEMORY_BYTES, " bytes") })
+        .max(ceiling.memoryBytes, { error: most("memoryBytes", ceiling.memoryBytes, " bytes") }).optional()
         .describe(`Memory in bytes, at most ${ceiling.memoryBytes}`),
-      pids: z.number().int().min(8).max(ceiling.pids, { error: most("pids", ceiling.pids, " PIDs") }).optional().describe(
-        `Processes and threads, at most ${ceiling.pids}`,
-      ),
+      pids: z.number().int({ error: whole("pids", "PIDs") }).min(MIN_PIDS, { error: least("pids", MIN_PIDS, " PIDs") })
+        .max(ceiling.pids, { error: most("pids", ceiling.pids, " PIDs") }).optional().describe(
+          `Processes and threads, at most ${ceiling.pids}`,
+        ),
     }),
     annotations: { destructiveHint: false, openWorldHint: false },
   }, toolCall("sandbox_create", toolTimeoutMs, log, async (args, call) => {

@@ -111,9 +111,9 @@ export interface McpServerSettings extends Required<Omit<McpServerConfig, "profi
   readonly proxyImageDigest: string | undefined;
 }
 
-const hostDirectory = (what: string) =>
-  z.string({ error: expect(`must be a string: the absolute path of the ${what}`) }).refine((path) => canonicalPathDefect(path) === undefined, {
-    error: (issue) => `${canonicalPathDefect(issue.input as string)} (the ${what})`,
+const hostDirectory = (what: string, example: string) =>
+  z.string({ error: expect(`must be a string: the absolute path of the ${what}, e.g. ${example}`) }).refine((path) => canonicalPathDefect(path) === undefined, {
+    error: (issue) => `${canonicalPathDefect(issue.input as string)} (the ${what}): write its absolute, canonical path, e.g. ${example}`,
   });
 
 const integer = (min: number, max: number, unit: string) =>
@@ -126,9 +126,9 @@ const configSchema = z.strictObject({
   imageDigest: z.string({ error: expect("must be a string: the exact sha256: ID of a local image") }),
   namespace: z.string().optional(),
   user: z.strictObject({ uid: z.number(), gid: z.number() }).optional(),
-  spillDirectory: hostDirectory("spill directory").optional(),
-  recordsDirectory: hostDirectory("records directory"),
-  exportRoot: hostDirectory("export root").optional(),
+  spillDirectory: hostDirectory("spill directory", "/var/lib/agentcell-mcp/spill").optional(),
+  recordsDirectory: hostDirectory("records directory", "/var/lib/agentcell-mcp/records"),
+  exportRoot: hostDirectory("export root", "/srv/agentcell-exports").optional(),
   ceiling: z.strictObject({ cpus: z.number(), memoryBytes: z.number(), pids: z.number() }).optional(),
   network: z.unknown().optional(),
   proxyImageDigest: z.string().optional(),

@@ -85,7 +85,7 @@ export async function startMcpServer(config: McpServerConfig, options: StartMcpS
   const settings = parseMcpServerConfig(config);
   // An export root that is not there would refuse every export: refuse the configuration.
   if (settings.exportRoot !== undefined && !(await stat(settings.exportRoot).then((stats) => stats.isDirectory(), () => false))) {
-    throw new SandboxConfigurationError(`Cannot start MCP server: exportRoot ${settings.exportRoot} is not a directory; make it, or leave exportRoot out of the configuration to offer no export`);
+    throw new SandboxConfigurationError(`Cannot start the MCP server: mcp.exportRoot ${settings.exportRoot} is not a directory: make it, or leave exportRoot out of the configuration to offer no export`);
   }
   const log: McpLog = options.write === undefined ? () => {} : boundedLog(options.write);
   const sandboxes = new McpSandboxes(settings);

@@ -96,7 +96,17 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
       const big = await call("sandbox_create", { memoryBytes: 1024 * 1024 * 1024 });
       assert.equal(big.isError, true);
       assert.match(big.text, /must be at most 134217728 bytes, the operator's ceiling \(ceiling\.memoryBytes in the server's configuration\): ask for less at memoryBytes/u);
+      // Each bound of a resource, and an empty command, names the field and the fix.
+      const tiny = await call("sandbox_create", { cpus: 0 });
+      assert.equal(tiny.isError, true);
+      assert.match(tiny.text, /must be at least 0\.01 CPUs, the least a sandbox runs with: ask for more, or leave cpus out to get the ceiling/u);
+      const fraction = await call("sandbox_create", { pids: 8.5 });
+      assert.equal(fraction.isError, true);
+      assert.match(fraction.text, /must be a whole number of PIDs: ask for an integer, or leave pids out to get the ceiling/u);
       assert.deepEqual(await resourcesOf(engine, world.namespace), [], "nothing was created");
+      const empty = await call("sandbox_run", { sandboxId: "x", command: [] });
+      assert.equal(empty.isError, true);
+      assert.match(empty.text, /must name the executable: an argument vector such as \["\/bin\/sh", "-c", "ls -l"\]/u);
       // A command's own timeout past the tool's deadline names the setting and the fix.
       const late = await call("sandbox_run", { sandboxId: "x", command: ["/bin/true"], timeoutMs: 99_999_999 });
       assert.equal(late.isError, true);
@@ -138,6 +148,14 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
       assert.match(orphan.text, /^\[configuration\] Cannot export files: the parent of target no\/such is not a directory under the export root /u);
       const missing = await call("sandbox_export", { sandboxId, path: "work/none", target: "fresh" });
       assert.equal(missing.text, "[configuration] Cannot export files: /workspace/work/none is not a directory of the sandbox; name one (default work)");
+      // Output past what the server keeps stops the command at the bound, whether or not it
+      // had already exited; the answer says so, never "killed" with exit code 0.
+      const flood = await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", "head -c 300000 /dev/zero"] });
+      assert.equal(flood.isError, false, flood.text);
+      assert.match(
+        flood.text,
+        /^stopped at the output limit \(exit code \d+\): its output passed the 131073 bytes the server keeps; the rest was dropped and what still ran was killed\n--- stdout: \d+ bytes, TRUNCATED: the first 65536 shown/u,
+      );
       assert.equal((await call("sandbox_run", { sandboxId, command: ["/bin/echo", "still running"] })).text, "exit code 0\n--- stdout: 14 bytes\nstill running\n--- stderr: empty\n");
       assert.deepEqual(await call("sandbox_run", { sandboxId: "0".repeat(32), command: ["/bin/true"] }), {
         isError: true,

@@ -3,7 +3,7 @@
 // would, with this lane's runtime, against a socket that does not exist (no engine needed).
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtemp, readdir, realpath, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -26,18 +26,22 @@ function runtimeCommand(script: string): [string, string[]] {
  * XDG_STATE_HOME in a fresh directory (where `run` records by default); that directory's
  * entries afterwards tell whether anything was made.
  */
-async function agentcell(args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number; stderr: string; made: string[] }> {
+async function agentcell(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  cwd?: string,
+): Promise<{ code: number; stdout: string; stderr: string; made: string[] }> {
   const state = await realpath(await mkdtemp(join(tmpdir(), "agentcell-cli-state-")));
   try {
     const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AGENTCELL_")));
     const [command, prefix] = runtimeCommand(MAIN);
-    const { code, stderr } = await new Promise<{ code: number; stderr: string }>((resolve) => {
-      execFile(command, [...prefix, ...args], { encoding: "utf8", timeout: 60_000, env: { ...base, XDG_STATE_HOME: state, ...env } }, (error, _stdout, stderr) => {
+    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(command, [...prefix, ...args], { encoding: "utf8", timeout: 60_000, cwd, env: { ...base, XDG_STATE_HOME: state, ...env } }, (error, stdout, stderr) => {
         const exit = (error as { code?: unknown } | null)?.code;
-        resolve({ code: error ? (typeof exit === "number" ? exit : -1) : 0, stderr });
+        resolve({ code: error ? (typeof exit === "number" ? exit : -1) : 0, stdout, stderr });
       });
     });
-    return { code, stderr, made: await readdir(state) };
+    return { code, stdout, stderr, made: await readdir(state) };
   } finally {
     await rm(state, { recursive: true, force: true });
   }
@@ -53,8 +57,6 @@ test("agentcell run with a bad option and an absent socket names the option, not
     [["--network", "everywhere"], 2, 'agentcell run: Cannot read --network: "everywhere" is neither isolated nor outbound'],
     [["--namespace", "Not Valid"], 1, "SandboxConfigurationError [configuration]: Cannot create Docker sandbox backend: --namespace (config.namespace) must be 1-32 characters"],
     [["--profile", "linux-arm"], 1, 'SandboxConfigurationError [configuration]: Cannot create Docker sandbox backend: --profile (config.profile) must be one of "linux-x64", '],
-    [["--records", "relative/records"], 1, "SandboxConfigurationError [configuration]: Cannot open sandbox: --records (options.recordsDirectory) must be an absolute path"],
-    [["--spill", "relative/spill"], 1, "SandboxConfigurationError [configuration]: Cannot create Docker sandbox backend: --spill (config.spillDirectory) must be an absolute path"],
   ];
   for (const [options, code, start] of cases) {
     const result = await run(...options);
@@ -82,4 +84,26 @@ test("agentcell with good options and an absent socket names --endpoint, AGENTCE
   assert.deepEqual({ code: doctor.code, stderr: doctor.stderr }, { code: 1, stderr: line(ABSENT, "given by --endpoint") });
   const prepare = await agentcell(["prepare-image", "--endpoint", ABSENT, "busybox:latest", "hello/busybox:1"]);
   assert.deepEqual({ code: prepare.code, stderr: prepare.stderr }, { code: 1, stderr: line(ABSENT, "given by --endpoint") });
+});
+
+test("agentcell takes --records, --spill and reclaim's directory relative to the working directory, and names a missing one by its absolute path", { timeout: 120_000 }, async () => {
+  const directory = await realpath(await mkdtemp(join(tmpdir(), "agentcell-cli-cwd-")));
+  try {
+    await mkdir(join(directory, "records"), { mode: 0o700 });
+    const empty = await agentcell(["reclaim", "records"], {}, directory);
+    assert.equal(empty.code, 0, empty.stderr);
+    assert.equal(empty.stdout, "0 reclaimed, 0 pending, 0 refused\n");
+    // Relative directories pass the option checks: the run goes on to meet the absent socket.
+    const run = await agentcell(["run", "--endpoint", ABSENT, "--image", IMAGE, "--records", "records", "--spill", ".", "--", "true"], {}, directory);
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /^SandboxEngineError \[engine\]: Cannot reach the Docker Engine at /u);
+    const missing = await agentcell(["reclaim", "no/such"], {}, directory);
+    assert.equal(missing.code, 2);
+    assert.equal(
+      missing.stderr.split("\n")[0],
+      `agentcell reclaim: Cannot reclaim: ${join(directory, "no/such")} is not a directory; name the records directory the program wrote (its --records, or recordsDirectory)`,
+    );
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
 });

@@ -44,9 +44,9 @@ test("parseMcpServerConfig fills in the defaults", () => {
 
 test("parseMcpServerConfig requires the records directory, absolute and canonical", () => {
   rejects({ ...valid, recordsDirectory: undefined }, "Cannot configure the MCP server: mcp.recordsDirectory is required");
-  rejects({ ...valid, recordsDirectory: "records" }, "Cannot configure the MCP server: mcp.recordsDirectory must be an absolute path (the records directory)");
-  rejects({ ...valid, exportRoot: "/srv/out/" }, "Cannot configure the MCP server: mcp.exportRoot must not end with '/' (the export root)");
-  rejects({ ...valid, spillDirectory: "/srv/../spill" }, "Cannot configure the MCP server: mcp.spillDirectory must be canonical (no empty, '.' or '..' segments) (the spill directory)");
+  rejects({ ...valid, recordsDirectory: "records" }, "Cannot configure the MCP server: mcp.recordsDirectory must be an absolute path (the records directory): write its absolute, canonical path, e.g. /var/lib/agentcell-mcp/records");
+  rejects({ ...valid, exportRoot: "/srv/out/" }, "Cannot configure the MCP server: mcp.exportRoot must not end with '/' (the export root): write its absolute, canonical path, e.g. /srv/agentcell-exports");
+  rejects({ ...valid, spillDirectory: "/srv/../spill" }, "Cannot configure the MCP server: mcp.spillDirectory must be canonical (no empty, '.' or '..' segments) (the spill directory): write its absolute, canonical path, e.g. /var/lib/agentcell-mcp/spill");
 });
 
 test("parseMcpServerConfig refuses each bound pushed past, naming the field", () => {
@@ -88,8 +88,30 @@ test("startMcpServer refuses an exportRoot that is not a directory before it ser
     startMcpServer({ ...valid, exportRoot: missing }, { transport: undefined as never }),
     (error) =>
       error instanceof SandboxConfigurationError &&
-      error.message === `Cannot start MCP server: exportRoot ${missing} is not a directory; make it, or leave exportRoot out of the configuration to offer no export`,
+      error.message === `Cannot start the MCP server: mcp.exportRoot ${missing} is not a directory: make it, or leave exportRoot out of the configuration to offer no export`,
   );
+});
+
+test("startMcpServer names the config file's field and the fix for a backend field it refuses, before it asks the Engine", async () => {
+  const { startMcpServer } = await import("../../../lib/mcp/server.ts");
+  // An endpoint with no socket behind it: a refusal that reached the Engine would say it does not answer.
+  const base = { ...valid, endpoint: `unix://${join(tmpdir(), `agentcell-no-engine-${crypto.randomUUID()}.sock`)}` };
+  const cases: [Record<string, unknown>, string][] = [
+    [{ user: { uid: 0, gid: 0 } }, "Cannot configure the MCP server: mcp.user.uid must be a non-root ID from 1 to 262143 (0 is root): use an unprivileged ID such as 65534"],
+    [{ ceiling: { cpus: 0, memoryBytes: 64 * 1024 * 1024, pids: 32 } }, "Cannot configure the MCP server: mcp.ceiling.cpus must be a number of CPUs from 0.01 to 1024"],
+    [{ namespace: "Bad NS" }, "Cannot configure the MCP server: mcp.namespace must be 1-32 characters of a-z, 0-9 and '-', starting with a letter or digit"],
+    [
+      { network: { kind: "allowlist", hosts: ["example.com"] } },
+      "Cannot configure the MCP server: mcp.network is an allowlist, which needs an egress proxy image: set mcp.proxyImageDigest to the exact ID of a local image with Node.js 23.6 or newer as node",
+    ],
+  ];
+  for (const [fields, message] of cases) {
+    await assert.rejects(startMcpServer({ ...base, ...fields } as never, { transport: undefined as never }), (error) => {
+      assert.ok(error instanceof SandboxConfigurationError, String(error));
+      assert.equal(error.message, message);
+      return true;
+    });
+  }
 });
 
 test("boundedLog keeps every written line, prefix and cut note included, within MAX_MCP_LOG_LINE", async () => {
