@@ -147,7 +147,7 @@ engineTest("DockerSandbox keeper and guards run as their own uid: the agent cann
     const script = [
       "me=$(id -u)",
       "for p in /proc/[0-9]*; do n=${p#/proc/}; u=$(stat -c %u $p); [ \"$u\" = \"$me\" ] && continue",
-      "  printf '%s uid=%s' \"$(tr '\\0' ' ' < $p/cmdline | cut -c1-24)\" \"$u\"",
+      "  printf '%s uid=%s' \"$(tr '\\0' ' ' < $p/cmdline | cut -c1-48)\" \"$u\"",
       "  kill -0 $n 2>/dev/null && printf ' signal=yes' || printf ' signal=no'",
       "  kill -STOP $n 2>/dev/null && printf ' stop=yes' || printf ' stop=no'",
       "  ls $p/fd >/dev/null 2>&1 && printf ' fd=yes' || printf ' fd=no'",
