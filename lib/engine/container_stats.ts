@@ -40,15 +40,22 @@ export type ContainerStats = z.infer<typeof containerStatsSchema>;
 
 /**
  * `GET /containers/{id}/stats?stream=false`: one sample, with `precpu_stats` from the
- * Engine's previous read about a second earlier (so the call takes about a second).
+ * Engine's previous read about a second earlier (so the call takes about a second). With
+ * `options.oneShot` (`one-shot=true`, API v1.41+) the Engine answers at once and
+ * `precpu_stats` is empty: for a caller that reads counts, not CPU rates.
  *
  * @throws {DockerEngineError} `not_found` when the container is gone
  */
-export async function containerStats(engine: DockerEngine, id: string, options: EngineCallOptions = {}): Promise<ContainerStats> {
-  const reply = await engine.request("GET", `/containers/${encodeURIComponent(id)}/stats?stream=false`, {
+export async function containerStats(
+  engine: DockerEngine,
+  id: string,
+  options: EngineCallOptions & { readonly oneShot?: boolean } = {},
+): Promise<ContainerStats> {
+  const { oneShot, ...call } = options;
+  const reply = await engine.request("GET", `/containers/${encodeURIComponent(id)}/stats?stream=false${oneShot ? "&one-shot=true" : ""}`, {
     action: "read container stats",
     schema: containerStatsSchema,
-    ...options,
+    ...call,
   });
   return reply.value;
 }

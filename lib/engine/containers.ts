@@ -1,6 +1,6 @@
 /**
  * Engine container endpoints (Docker Engine API v1.44–v1.52, "Container" group):
- * create, inspect, list (by label), start, pause, unpause, wait, remove. Paths use exact IDs; callers never pass names except to
+ * create, inspect, list (by label), start, pause, unpause, update (the PID limit), wait, remove. Paths use exact IDs; callers never pass names except to
  * `create`.
  *
  * @module
@@ -213,6 +213,25 @@ export async function pauseContainer(engine: DockerEngine, id: string, options: 
   await engine.request("POST", `/containers/${encodeURIComponent(id)}/pause`, {
     action: "pause container",
     expect: [204],
+    ...options,
+  });
+}
+
+/**
+ * `POST /containers/{id}/update` with `{ PidsLimit }` alone: set the PID limit of a
+ * container (Docker Engine API v1.44+ `ContainerUpdate`, a `Resources` field). On a running
+ * container the cgroup's `pids.max` changes at once; processes already above a lowered limit
+ * keep running, but none of them can fork until the count is below it (the kernel's pids
+ * controller). `200` succeeds.
+ *
+ * @param pidsLimit the new limit, processes and threads (a positive integer)
+ * @throws {DockerEngineError} by status (`not_found` for an unknown container)
+ */
+export async function updatePidsLimit(engine: DockerEngine, id: string, pidsLimit: number, options: EngineCallOptions = {}): Promise<void> {
+  await engine.request("POST", `/containers/${encodeURIComponent(id)}/update`, {
+    action: "update container",
+    json: { PidsLimit: pidsLimit },
+    expect: [200],
     ...options,
   });
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { SandboxAbandonedOutputError, SandboxConfigurationError, SandboxDeadlineError, SandboxOutputLimitError } from "../../lib/sandbox/errors.ts";
+import { inspectContainer } from "../../lib/engine/containers.ts";
 import { engineTest, eventually } from "./_engine.ts";
 import { assertNamesAbsent, readUntil, recordingPort, testPolicy, text, withBackend, withSandbox } from "./_sandbox.ts";
 
@@ -111,6 +112,8 @@ exec sleep 600`;
     assert.ok(refused > 0, `the kernel refused forks at the limit: the bomb holds every PID (${out.trim()})`);
     assert.deepEqual(await process.exit, { kind: "killed", reason: "timeout", code: 137 });
     assert.equal(sandbox.state, "running", `the sandbox runs on (stop cause ${sandbox.stopCause})`);
+    // The room the kill may have needed is taken back: the limit is the policy's again.
+    await eventually("the PID limit set back", async () => ((await inspectContainer(engine, sandbox.resources.keeperId)).HostConfig.PidsLimit === 24 ? true : undefined));
     await eventually("the bomb's tasks to be gone", async () => ((await pids()) <= idle ? true : undefined));
     const next = await sandbox.run("/bin/echo", ["after the bomb"]);
     assert.deepEqual(next.exit, { kind: "exited", code: 0 });

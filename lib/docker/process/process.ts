@@ -39,6 +39,7 @@ import { demultiplex } from "../../engine/frames/demultiplex.ts";
 import { checkKeeper, type ExitObserverHost, observeExit } from "./exit_observer.ts";
 import { oomKilledSince } from "./oom.ts";
 import { type GuestKillOutcome, killProcessGroup } from "./_guest_kill.ts";
+import { withKillHeadroom } from "./_pids_headroom.ts";
 import type { ProcessKind } from "./registry.ts";
 import { confineWorkingDirectory } from "../guest_paths.ts";
 import { asOutputError, asSandboxError, rephrased } from "../_engine_errors.ts";
@@ -515,7 +516,9 @@ export class DockerProcess implements SandboxProcess {
    * Run the kill inside the guest until it found the leader or the leader is gone. The
    * Engine answers an exec start before its process exists, so a kill right after the start
    * can come before the wrapper set its mark; and while a fork bomb holds every PID, the
-   * runtime may fail to start the kill exec (measured: about 1 start in 20 fails so). While
+   * runtime may fail to start the kill exec (measured 2026-12-01: about 1 start in 20;
+   * 2026-12-05, runc 1.1.5 on Linux 6.18: every start), so an attempt after one the runtime
+   * could not start runs with the PID limit raised for it ({@linkcode withKillHeadroom}). While
    * the exec still runs (`GET /exec/{id}/json` has no exit code) and the kill found no
    * leader or could not start, it is repeated after 10, 20, 40, … 640 ms, 8 kills at most. A
    * kill that found a leader counts once this exec ended (awaited up to
@@ -532,7 +535,10 @@ export class DockerProcess implements SandboxProcess {
       let outcome: GuestKillOutcome = { kind: "absent" };
       let waited = false;
       for (let attempt = 0; attempt < KILL_ATTEMPTS; attempt++) {
-        outcome = await killProcessGroup(host, this.#mark);
+        // A kill the runtime could not start (a full PID table) is tried again with room for it.
+        outcome = outcome.kind === "unstarted"
+          ? await withKillHeadroom(host, () => killProcessGroup(host, this.#mark))
+          : await killProcessGroup(host, this.#mark);
         if (this.#settled || host.stopping.aborted) return;
         // "killed" says an exec leader carried the mark, not that it was this exec's: another
         // exec's leader may have taken the mark this one dropped (limits are readable and
