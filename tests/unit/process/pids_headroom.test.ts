@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DockerEngine } from "../../../lib/engine/client.ts";
-import { type ExitObserverHost } from "../../../lib/docker/process/exit_observer.ts";
+import type { ExitObserverHost } from "../../../lib/docker/process/exit_observer.ts";
 import { KILL_PIDS_HEADROOM, withKillHeadroom } from "../../../lib/docker/process/_pids_headroom.ts";
 import { normalizePolicy } from "../../../lib/sandbox/policy.ts";
 import { startFakeEngine } from "../_fake_engine.ts";
