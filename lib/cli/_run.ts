@@ -130,8 +130,12 @@ async function withSignals(values: SandboxValues, work: (sandbox: DockerSandbox)
   };
   for (const [signal, handler] of Object.entries(handlers)) process.on(signal, handler);
   try {
-    sandbox = await open(values, abort.signal);
-    if (signalled !== undefined) return signalled;
+    // A signal during the start aborts it (what it made is removed) and is the exit code.
+    sandbox = await open(values, abort.signal).catch((error) => {
+      if (signalled !== undefined) return undefined;
+      throw error;
+    });
+    if (sandbox === undefined || signalled !== undefined) return signalled!;
     const code = await work(sandbox).catch((error) => {
       if (signalled !== undefined) return signalled;
       throw error;

@@ -16,6 +16,7 @@ import { SandboxConfigurationError } from "../sandbox/errors.ts";
 import type { SandboxPolicyInput, SandboxResources } from "../sandbox/policy.ts";
 import { createDockerSandboxBackend, type DockerSandboxBackend } from "./backend.ts";
 import { canonicalPathDefect, type DockerSandboxBackendConfig } from "./config.ts";
+import type { DockerSandboxRecoveryRecord } from "./recovery/record.ts";
 import { createFileRecoveryStore } from "./recovery/store.ts";
 import type { DockerSandbox } from "./sandbox.ts";
 import { addDestroyStep } from "./_destroy_steps.ts";
@@ -116,8 +117,10 @@ const PLACEHOLDER_SPILL = "/nonexistent/agentcell-spill";
  * `recordsDirectory` is given, create the backend, reserve and start. `destroy()` (and
  * `await using`) of the sandbox then also removes what this call made: the spill directory
  * it created and the record in `recordsDirectory`, once the sandbox's own resources are
- * gone. A failed start removes the spill directory it made; its record (if any) stays for
- * reclaiming, since a create whose outcome is unknown may have left something.
+ * gone. A failed start removes the spill directory it made, and its record when that names
+ * nothing that may still exist (every resource never made, or removed by the start's own
+ * cleanup); otherwise the record stays for reclaiming, since a create whose outcome is
+ * unknown, or a removal that failed, may have left something.
  *
  * @param options the endpoint and image (required) and what to override (see {@linkcode OpenSandboxOptions})
  * @returns the running sandbox
@@ -145,13 +148,25 @@ export async function openSandbox(options: OpenSandboxOptions): Promise<DockerSa
   const store = recordsDirectory === undefined ? undefined : await createFileRecoveryStore(recordsDirectory);
   const madeSpill = backendConfig.spillDirectory === undefined ? await makePrivateSpillDirectory() : undefined;
   const removeSpill = () => madeSpill === undefined ? Promise.resolve() : rm(madeSpill, { recursive: true, force: true });
+  // The latest record the store holds durably: after a failed start whose cleanup completed
+  // (every resource never made or removed), it names nothing to reclaim and is dropped.
+  let stored: SandboxRecoveryRecord | undefined;
+  const port: SandboxRecoveryPort = store === undefined ? memoryPort() : {
+    record: async (record) => {
+      await store.record(record);
+      stored = record;
+    },
+  };
   let sandbox: DockerSandbox;
   try {
     const backend: DockerSandboxBackend = createDockerSandboxBackend({ ...backendConfig, spillDirectory: backendConfig.spillDirectory ?? madeSpill! });
-    const reservation = backend.reserve({ policy }, store ?? memoryPort());
+    const reservation = backend.reserve({ policy }, port);
     sandbox = await reservation.start({ signal });
   } catch (error) {
     await removeSpill();
+    if (store !== undefined && stored !== undefined && namesNothing(stored)) {
+      await store.remove(String(stored.reservationId)).catch(() => {});
+    }
     throw error;
   }
   if (store !== undefined) addDestroyStep(sandbox, () => store.remove(sandbox.id));
@@ -237,6 +252,12 @@ async function makePrivateSpillDirectory(): Promise<string> {
       { cause: error },
     );
   }
+}
+
+/** Whether every resource `record` names was never made or is removed (nothing to reclaim). */
+function namesNothing(record: SandboxRecoveryRecord): boolean {
+  const resources = Object.values((record as DockerSandboxRecoveryRecord).resources ?? {});
+  return resources.every((resource) => resource !== undefined && (resource.state === "planned" || resource.state === "removed"));
 }
 
 /** A recovery port that keeps only the latest record, in memory. */

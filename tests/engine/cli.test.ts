@@ -116,6 +116,22 @@ async function startLongRun(records: string, namespace: string) {
   return { child, exited, output: () => `${stdout}\n${stderr}` };
 }
 
+engineTest("agentcell run interrupted by SIGINT while its sandbox starts exits 130 and leaves nothing, no record either", async (engine) => {
+  await withRecords(async (records, namespace) => {
+    const [command, base] = runtimeCommand(MAIN);
+    const child = spawn(command, [...base, "run", ...sandboxArgs(records, namespace), "--", "true"], { stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    // The record is written before anything is created: the start is under way.
+    await eventually("the run's record", async () => (await readdir(records).catch(() => [])).some((name) => name.endsWith(".json")) ? true : undefined);
+    process.kill(child.pid!, "SIGINT");
+    assert.equal(await exited, 130, stderr);
+    await assertNamespaceEmpty(engine, namespace);
+    assert.deepEqual(await readdir(records), []);
+  });
+}, { timeout: 180_000 });
+
 engineTest("agentcell run destroys its sandbox on SIGINT and exits 130", async (engine) => {
   await withRecords(async (records, namespace) => {
     const { child, exited, output } = await startLongRun(records, namespace);

@@ -5,6 +5,8 @@ import { mkdtemp, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OPEN_SPILL_PARENT, OPEN_SPILL_PREFIX, openSandbox } from "../../lib/docker/open_sandbox.ts";
+import { SandboxError } from "../../lib/sandbox/errors.ts";
+import { assertNamespaceEmpty } from "./_namespace.ts";
 import { assertGone } from "./_sandbox.ts";
 import { busyboxImage, endpoint, engineTest } from "./_engine.ts";
 
@@ -29,6 +31,31 @@ engineTest("openSandbox starts a sandbox as uid 65534 whose destroy removes its 
     } finally {
       await sandbox.destroy();
     }
+  } finally {
+    await rm(records, { recursive: true, force: true });
+  }
+});
+
+engineTest("openSandbox whose start fails after its resources were made and removed leaves no record behind", async (engine) => {
+  const records = await realpath(await mkdtemp(join(tmpdir(), "agentcell-open-records-")));
+  const namespace = `open-fail-${crypto.randomUUID().slice(0, 8)}`;
+  try {
+    // An allowlist whose egress proxy image has no node: the network, volume, keeper and
+    // proxy are made, the proxy's program cannot run, and the start removes them all.
+    await assert.rejects(
+      openSandbox({
+        endpoint: endpoint!,
+        imageDigest: busyboxImage,
+        profile: "linux-x64-cgroupfs",
+        namespace,
+        recordsDirectory: records,
+        proxyImageDigest: busyboxImage,
+        policy: { network: { kind: "allowlist", hosts: ["example.com"] } },
+      }),
+      (error) => error instanceof SandboxError,
+    );
+    await assertNamespaceEmpty(engine, namespace);
+    assert.deepEqual(await readdir(records), [], "a record that names nothing left is removed with its lock");
   } finally {
     await rm(records, { recursive: true, force: true });
   }
