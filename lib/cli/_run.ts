@@ -7,6 +7,7 @@
  * @module
  */
 import process from "node:process";
+import { verifySpillDirectory } from "../docker/admission/spill_directory.ts";
 import { checkOpenSandboxOptions, openSandbox, type OpenSandboxOptions } from "../docker/open_sandbox.ts";
 import type { DockerSandbox } from "../docker/sandbox.ts";
 import type { SandboxExitReceipt } from "../sandbox/process.ts";
@@ -99,6 +100,9 @@ async function open(values: SandboxValues, signal: AbortSignal): Promise<DockerS
   // Without a named profile, the default one stands in for this check; openSandbox checks
   // again with the profile the Engine admits.
   checkOpenSandboxOptions(options);
+  // A named spill directory is checked here too (local, no Engine): a bad one is reported as
+  // itself even when the Engine is down.
+  if (options.spillDirectory !== undefined) await verifySpillDirectory(options.spillDirectory);
   return await withEndpoint(values, async (endpoint) =>
     await openSandbox({ ...options, profile: named ?? await admittingProfileOf(endpoint), signal })
   );

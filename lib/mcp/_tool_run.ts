@@ -45,7 +45,7 @@ function exitLine(exit: SandboxExitReceipt | undefined, timeoutMs: number, captu
   // The output bound may end a command that already exited on its own (its output still
   // flowing): that is a stop at the bound, not a kill of the command.
   if (exit.reason === "output_limit") {
-    return `stopped at the output limit (exit code ${exit.code}): its output passed the ${capturedBytes} bytes the server keeps; the rest was dropped and what still ran was killed`;
+    return `stopped at the output limit (exit code ${exit.code}): its output passed the ${capturedBytes - 1} bytes the server keeps (twice maxOutputBytes); the rest was dropped and what still ran was killed`;
   }
   const why = exit.reason === "timeout" ? `it ran until its timeout of ${timeoutMs} ms (the tool's deadline, or the timeoutMs asked for)` : exit.reason;
   return `killed (${exit.reason}, exit code ${exit.code}): ${why}`;

@@ -154,7 +154,7 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
       assert.equal(flood.isError, false, flood.text);
       assert.match(
         flood.text,
-        /^stopped at the output limit \(exit code \d+\): its output passed the 131073 bytes the server keeps; the rest was dropped and what still ran was killed\n--- stdout: \d+ bytes, TRUNCATED: the first 65536 shown/u,
+        /^stopped at the output limit \(exit code \d+\): its output passed the 131072 bytes the server keeps \(twice maxOutputBytes\); the rest was dropped and what still ran was killed\n--- stdout: \d+ bytes, TRUNCATED: the first 65536 shown/u,
       );
       assert.equal((await call("sandbox_run", { sandboxId, command: ["/bin/echo", "still running"] })).text, "exit code 0\n--- stdout: 14 bytes\nstill running\n--- stderr: empty\n");
       assert.deepEqual(await call("sandbox_run", { sandboxId: "0".repeat(32), command: ["/bin/true"] }), {

@@ -56,6 +56,7 @@ test("agentcell run with a bad option and an absent socket names the option, not
     [["--pids", "many"], 2, 'agentcell run: Cannot read --pids: "many" is not a number'],
     [["--network", "everywhere"], 2, 'agentcell run: Cannot read --network: "everywhere" is neither isolated nor outbound'],
     [["--namespace", "Not Valid"], 1, "SandboxConfigurationError [configuration]: Cannot create Docker sandbox backend: --namespace (config.namespace) must be 1-32 characters"],
+    [["--spill", "/nonexistent/spill"], 1, "SandboxConfigurationError [configuration]: Cannot use spill directory /nonexistent/spill (--spill (config.spillDirectory)): it does not exist (create it, owned by this process's user)"],
     [["--profile", "linux-arm"], 1, 'SandboxConfigurationError [configuration]: Cannot create Docker sandbox backend: --profile (config.profile) must be one of "linux-x64", '],
   ];
   for (const [options, code, start] of cases) {
