@@ -34,9 +34,18 @@ export interface ToolCall {
   readonly timeoutMs: number;
 }
 
+/**
+ * A library fix the model cannot apply (the policy is the operator's), as what it can do: the
+ * process count is the server's, so only waiting helps.
+ */
+function modelTerms(message: string): string {
+  return message.replace(/, or raise policy\.maxConcurrentProcesses \(up to \d+\)/u, "")
+    .replace(/\(policy\.maxConcurrentProcesses \d+\)/u, "(the most this server's sandboxes run at once)");
+}
+
 /** The text of an error as the model reads it: `[code] message` for a typed one. */
 export function errorText(error: unknown): string {
-  if (error instanceof SandboxError) return `[${error.code}] ${error.message}`;
+  if (error instanceof SandboxError) return `[${error.code}] ${modelTerms(error.message)}`;
   if (error instanceof Error) return error.message;
   return String(error);
 }

@@ -126,3 +126,12 @@ test("boundedLog keeps every written line, prefix and cut note included, within 
   assert.ok(lines[0].length - 1 <= MAX_MCP_LOG_LINE, `${lines[0].length - 1} characters`);
   assert.match(lines[1], /^agentcell-mcp \S+ short line\n$/u);
 });
+
+test("errorText words a process-count refusal as the model can act on it: the server's bound, wait", async () => {
+  const { errorText } = await import("../../../lib/mcp/_tool_call.ts");
+  const { SandboxQuotaError } = await import("../../../lib/sandbox/errors.ts");
+  const refusal = new SandboxQuotaError(
+    "Cannot start process: 16 processes already run in this sandbox (policy.maxConcurrentProcesses 16); wait for one to exit, or raise policy.maxConcurrentProcesses (up to 1024)",
+  );
+  assert.equal(errorText(refusal), "[quota] Cannot start process: 16 processes already run in this sandbox (the most this server's sandboxes run at once); wait for one to exit");
+});
