@@ -12,7 +12,7 @@ import { z } from "zod";
 // @ts-types="@modelcontextprotocol/sdk/server/mcp"
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { exportToDirectory } from "../docker/files/export_to_directory.ts";
-import { SandboxConfigurationError, SandboxQuotaError } from "../sandbox/errors.ts";
+import { SandboxConfigurationError, SandboxQuotaError, SandboxUnsupportedError } from "../sandbox/errors.ts";
 import { parseSandboxRelativePath } from "../sandbox/paths.ts";
 import { MAX_MCP_LIST_ENTRIES, type McpServerSettings } from "./config.ts";
 import type { McpSandboxes } from "./_sandboxes.ts";
@@ -39,6 +39,15 @@ const LIST_SCRIPT = [
   '  printf "%s\\t%s\\t%s\\0" "$t" "$s" "$f"',
   "done",
 ].join("\n");
+
+/**
+ * The check of `sandbox_export` before the stop: exit 3 when `/workspace/$1` is not a
+ * directory (or a symlink to one), 4 with the first offending path on stdout when the subtree
+ * holds an entry that is neither a regular file nor a directory; 0 otherwise, and when the
+ * image has no `find` (what the export itself checks after the stop still holds).
+ */
+const PROBE_SCRIPT = 'd="/workspace/$1"; { [ -d "$d" ] && [ ! -L "$d" ]; } || exit 3; ' +
+  'command -v find >/dev/null 2>&1 || exit 0; o=$(find "$d" ! -type f ! -type d 2>/dev/null | head -n 1); [ -z "$o" ] || { printf "%s\\n" "${o#/workspace/}"; exit 4; }';
 
 const TYPES: Readonly<Record<string, string>> = { d: "directory", f: "file", l: "symlink", o: "other" };
 
@@ -163,18 +172,42 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
       throw new SandboxConfigurationError(`Cannot export files: the parent of target ${target} is not a directory under the export root ${root}; make it first or name another target`);
     }
     if (sandbox.state === "running") {
-      const probe = await sandbox.run("/bin/sh", ["-c", '[ -d "/workspace/$1" ] && [ ! -L "/workspace/$1" ]', "sh", path], { signal: call.signal, timeoutMs: Math.max(1, call.deadlineAt - Date.now()) });
-      if (probe.exit.kind === "exited" && probe.exit.code !== 0) {
+      // Exit 3: not a directory; exit 4: an entry that is neither a file nor a directory (the
+      // export refuses it, after the stop). Without `find` in the image only the first is
+      // known here; the export's own check still holds after the stop.
+      const probe = await sandbox.run("/bin/sh", ["-c", PROBE_SCRIPT, "sh", path], {
+        signal: call.signal,
+        timeoutMs: Math.max(1, call.deadlineAt - Date.now()),
+        maxOutputBytes: 8192,
+      });
+      if (probe.exit.kind === "exited" && probe.exit.code === 3) {
         throw new SandboxConfigurationError(`Cannot export files: /workspace/${path} is not a directory of the sandbox; name one (default work)`);
+      }
+      if (probe.exit.kind === "exited" && probe.exit.code === 4) {
+        const first = probe.stdoutText.split("\n")[0];
+        throw new SandboxUnsupportedError(
+          `Cannot export files: ${JSON.stringify(first)} is neither a regular file nor a directory (a symlink, a FIFO, a socket or a device), which an export refuses; ` +
+            "remove it with sandbox_run, or export a subtree without it (nothing was stopped)",
+        );
       }
     }
     await sandbox.stop();
+    const bound = (error: unknown): never => {
+      // The library's quota is the server's maxExportBytes here.
+      if (error instanceof SandboxQuotaError) {
+        throw new SandboxQuotaError(
+          `${error.message}: the ${settings.maxExportBytes} bytes this server exports in one call (maxExportBytes in its configuration); export a smaller subtree`,
+          { cause: error },
+        );
+      }
+      throw error;
+    };
     const entries = await sandbox.exportTree({ kind: "subtree", path }, {
       signal: call.signal,
       deadlineAt: call.deadlineAt,
       quota: { bytes: settings.maxExportBytes },
-    });
-    const written = await exportToDirectory(entries, host, { base: path });
+    }).catch(bound);
+    const written = await exportToDirectory(entries, host, { base: path }).catch(bound);
     return `exported /workspace/${path} to ${host}: ${written.files} entries, ${written.bytes} bytes; the sandbox's compute is stopped (destroy it with sandbox_destroy)`;
   }));
 }

@@ -148,6 +148,13 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
       assert.match(orphan.text, /^\[configuration\] Cannot export files: the parent of target no\/such is not a directory under the export root /u);
       const missing = await call("sandbox_export", { sandboxId, path: "work/none", target: "fresh" });
       assert.equal(missing.text, "[configuration] Cannot export files: /workspace/work/none is not a directory of the sandbox; name one (default work)");
+      // An entry the export would refuse after the stop is refused before it, naming it.
+      await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", "mkdir -p /workspace/work/linked && ln -s /etc/passwd /workspace/work/linked/pw"] });
+      const linked = await call("sandbox_export", { sandboxId, path: "work/linked", target: "linked" });
+      assert.deepEqual(linked, {
+        isError: true,
+        text: '[unsupported] Cannot export files: "work/linked/pw" is neither a regular file nor a directory (a symlink, a FIFO, a socket or a device), which an export refuses; remove it with sandbox_run, or export a subtree without it (nothing was stopped)',
+      });
       // Output past what the server keeps stops the command at the bound, whether or not it
       // had already exited; the answer says so, never "killed" with exit code 0.
       const flood = await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", "head -c 300000 /dev/zero"] });
