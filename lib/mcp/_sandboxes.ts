@@ -134,6 +134,16 @@ export class McpSandboxes {
     return entry.sandbox;
   }
 
+  /**
+   * The resources the sandbox `id` was granted.
+   *
+   * @throws {SandboxConfigurationError} when no sandbox of this server has that ID
+   */
+  resourcesOf(id: string): SandboxResources {
+    this.get(id);
+    return this.#live.get(id)!.resources;
+  }
+
   /** Destroy the sandbox `id` (its record goes too); it leaves the table once destroyed. */
   async destroy(id: string): Promise<void> {
     const sandbox = this.get(id);

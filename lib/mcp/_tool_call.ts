@@ -45,7 +45,13 @@ function modelTerms(message: string): string {
 
 /** The text of an error as the model reads it: `[code] message` for a typed one. */
 export function errorText(error: unknown): string {
-  if (error instanceof SandboxError) return `[${error.code}] ${modelTerms(error.message)}`;
+  if (error instanceof SandboxError) {
+    // A stopped sandbox runs nothing more: say what the model can still do.
+    const next = error.code === "stopped" && !error.message.includes("sandbox_destroy")
+      ? " (its commands and file tools are over: destroy it with sandbox_destroy, and make a new one with sandbox_create)"
+      : "";
+    return `[${error.code}] ${modelTerms(error.message)}${next}`;
+  }
   if (error instanceof Error) return error.message;
   return String(error);
 }

@@ -27,6 +27,16 @@ const MAX_ARGUMENT_CHARACTERS = 65_536;
  */
 const ANSWER_MARGIN_MS = 3000;
 
+/** Whether `bytes` is valid UTF-8 (a cut in the middle of the last character counts as valid). */
+export function isUtf8(bytes: Uint8Array): boolean {
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(bytes, { stream: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** `bytes` as text, cut after `limit` bytes, and a header that says what was cut. */
 function section(name: string, bytes: Uint8Array, limit: number): string {
   if (bytes.byteLength === 0) return `--- ${name}: empty\n`;
@@ -34,13 +44,18 @@ function section(name: string, bytes: Uint8Array, limit: number): string {
   const head = bytes.byteLength > limit
     ? `--- ${name}: ${bytes.byteLength} bytes, TRUNCATED: the first ${limit} shown (maxOutputBytes of the server's configuration)`
     : `--- ${name}: ${bytes.byteLength} bytes`;
+  // Binary output would be garbled silently: say so, and how to get the bytes.
+  const utf8 = isUtf8(shown);
   const text = new TextDecoder().decode(shown);
-  return `${head}\n${text}${text.endsWith("\n") ? "" : "\n"}`;
+  const note = utf8 ? "" : ", NOT UTF-8 text: invalid bytes shown as U+FFFD (redirect it to a file and read that with sandbox_read_file, encoding base64)";
+  return `${head}${note}\n${text}${text.endsWith("\n") ? "" : "\n"}`;
 }
 
-function exitLine(exit: SandboxExitReceipt | undefined, timeoutMs: number, capturedBytes: number): string {
+function exitLine(exit: SandboxExitReceipt | undefined, timeoutMs: number, capturedBytes: number, memoryBytes: number): string {
   if (exit === undefined) return "exit: unknown (the command's end was not observed)";
-  if (exit.kind === "exited") return `exit code ${exit.code}`;
+  if (exit.kind === "exited") {
+    return exit.oomKilled ? `exit code ${exit.code}: killed by the kernel's out-of-memory killer (the sandbox's memory is ${memoryBytes} bytes)` : `exit code ${exit.code}`;
+  }
   if (exit.kind === "unavailable") return "exit: unavailable (the sandbox stopped before the command ended)";
   // The output bound may end a command that already exited on its own (its output still
   // flowing): that is a stop at the bound, not a kill of the command.
@@ -71,7 +86,8 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
       stdin: z.string().max(settings.maxFileBytes, {
         error: `must be at most ${settings.maxFileBytes} characters, what this server moves in one call (maxFileBytes in its configuration): send less`,
       }).optional().describe("Text written to the command's stdin, which is then closed"),
-      timeoutMs: z.number().int().min(1).max(settings.toolTimeoutMs, {
+      timeoutMs: z.number().int({ error: "must be a whole number of milliseconds: ask for an integer, or leave it out to get the whole deadline" })
+        .min(1, { error: "must be at least 1 ms: ask for more, or leave it out to get the whole deadline" }).max(settings.toolTimeoutMs, {
         error: `must be at most ${settings.toolTimeoutMs} ms, the tool's deadline (toolTimeoutMs in the server's configuration): ask for less, or leave it out to get the whole deadline`,
       }).optional().describe(
         `Kill the command after this many milliseconds (default and at most ${settings.toolTimeoutMs}, the tool's deadline)`,
@@ -97,6 +113,6 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
       if (output === undefined || output.exit === undefined) throw error;
       ({ stdout, stderr, exit } = output);
     }
-    return `${exitLine(exit, timeoutMs, captured)}\n${section("stdout", stdout, limit)}${section("stderr", stderr, limit)}`;
+    return `${exitLine(exit, timeoutMs, captured, sandboxes.resourcesOf(args.sandboxId).memoryBytes)}\n${section("stdout", stdout, limit)}${section("stderr", stderr, limit)}`;
   }));
 }

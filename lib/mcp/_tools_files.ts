@@ -17,6 +17,7 @@ import { parseSandboxRelativePath } from "../sandbox/paths.ts";
 import { MAX_MCP_LIST_ENTRIES, type McpServerSettings } from "./config.ts";
 import type { McpSandboxes } from "./_sandboxes.ts";
 import { type McpLog, toolCall } from "./_tool_call.ts";
+import { isUtf8 } from "./_tool_run.ts";
 
 const sandboxId = z.string().max(64).describe("The sandbox's ID (from sandbox_create or sandbox_list)");
 const guestPath = z.string().max(4096).describe(
@@ -55,12 +56,14 @@ const TYPES: Readonly<Record<string, string>> = { d: "directory", f: "file", l: 
 export function registerFileTools(server: McpServer, settings: McpServerSettings, sandboxes: McpSandboxes, log: McpLog): void {
   const timeoutMs = settings.toolTimeoutMs;
   const maxFileBytes = settings.maxFileBytes;
-  const encoding = z.enum(["utf8", "base64"]).optional().describe("How content is given: utf8 text (default) or base64 bytes");
+  const encoding = z.enum(["utf8", "base64"]).optional();
+  const writeEncoding = encoding.describe("How content is given: utf8 text (default) or base64 bytes");
+  const readEncoding = encoding.describe("How the content is answered: utf8 text (default; a file that is not UTF-8 is refused) or base64 bytes");
 
   server.registerTool("sandbox_read_file", {
     title: "Read a file of a sandbox",
     description: `Read one file of a running sandbox (at most ${maxFileBytes} bytes; larger files are refused).`,
-    inputSchema: z.strictObject({ sandboxId, path: guestPath, encoding }),
+    inputSchema: z.strictObject({ sandboxId, path: guestPath, encoding: readEncoding }),
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, toolCall("sandbox_read_file", timeoutMs, log, async (args, call) => {
     const bytes = await sandboxes.get(args.sandboxId).readFile(args.path, { maxBytes: maxFileBytes, signal: call.signal, deadlineAt: call.deadlineAt }).catch((error) => {
@@ -74,6 +77,9 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
       throw error;
     });
     if (args.encoding === "base64") return btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join(""));
+    if (!isUtf8(bytes)) {
+      throw new SandboxConfigurationError(`Cannot read file ${args.path} as utf8: it is not UTF-8 text (${bytes.byteLength} bytes); read it with encoding "base64"`);
+    }
     return new TextDecoder().decode(bytes);
   }));
 
@@ -84,7 +90,7 @@ export function registerFileTools(server: McpServer, settings: McpServerSettings
       sandboxId,
       path: guestPath,
       content: z.string().max(2 * maxFileBytes).describe("The file's content"),
-      encoding,
+      encoding: writeEncoding,
     }),
     annotations: { destructiveHint: true, openWorldHint: false },
   }, toolCall("sandbox_write_file", timeoutMs, log, async (args, call) => {

@@ -125,7 +125,8 @@ const configSchema = z.strictObject({
   profile: z.string().optional(),
   imageDigest: z.string({ error: expect("must be a string: the exact sha256: ID of a local image") }),
   namespace: z.string().optional(),
-  user: z.strictObject({ uid: z.number(), gid: z.number() }).optional(),
+  user: z.strictObject({ uid: z.number(), gid: z.number() }, { error: expect('must be an object { "uid": N, "gid": N } of an unprivileged user, e.g. { "uid": 65534, "gid": 65534 }') })
+    .optional(),
   spillDirectory: hostDirectory("spill directory", "/var/lib/agentcell-mcp/spill").optional(),
   recordsDirectory: hostDirectory("records directory", "/var/lib/agentcell-mcp/records"),
   exportRoot: hostDirectory("export root", "/srv/agentcell-exports").optional(),

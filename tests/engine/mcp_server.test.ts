@@ -71,6 +71,15 @@ engineTest("MCP server: create, run echo hi, write and read a file, list, export
       const odd = await call("sandbox_list_directory", { sandboxId, path: "work/odd" });
       assert.equal(odd.isError, false, odd.text);
       assert.match(odd.text, /^\/workspace\/work\/odd: 2 entries\nfile +0 "a\\nmore"\nfile +0 plain$/u);
+      // Bytes that are not UTF-8 are never garbled silently: a read as utf8 is refused, output says so.
+      await call("sandbox_write_file", { sandboxId, path: "work/bin", content: "/wB4", encoding: "base64" });
+      assert.deepEqual(await call("sandbox_read_file", { sandboxId, path: "work/bin" }), {
+        isError: true,
+        text: '[configuration] Cannot read file work/bin as utf8: it is not UTF-8 text (3 bytes); read it with encoding "base64"',
+      });
+      assert.deepEqual(await call("sandbox_read_file", { sandboxId, path: "work/bin", encoding: "base64" }), { text: "/wB4", isError: false });
+      const binary = await call("sandbox_run", { sandboxId, command: ["/bin/cat", "/workspace/work/bin"] });
+      assert.match(binary.text, /^exit code 0\n--- stdout: 3 bytes, NOT UTF-8 text: invalid bytes shown as U\+FFFD \(redirect it to a file and read that with sandbox_read_file, encoding base64\)\n/u);
       const notBase64 = await call("sandbox_write_file", { sandboxId, path: "work/x", content: "!!!", encoding: "base64" });
       assert.equal(notBase64.isError, true);
       assert.match(notBase64.text, /Cannot write file: content is not valid base64 \(encoding "base64"\); give base64 text, or use encoding "utf8"/u);
@@ -81,6 +90,10 @@ engineTest("MCP server: create, run echo hi, write and read a file, list, export
       const exported = await call("sandbox_export", { sandboxId, path: "work/out", target: "result" });
       assert.equal(exported.isError, false, exported.text);
       assert.equal(await readFile(join(world.exportRoot, "result", "note.txt"), "utf8"), "hello from the model\n");
+      // After the export's stop, a command is refused with what the model can still do.
+      const after = await call("sandbox_run", { sandboxId, command: ["/bin/true"] });
+      assert.equal(after.isError, true);
+      assert.match(after.text, /^\[stopped\] .* \(its commands and file tools are over: destroy it with sandbox_destroy, and make a new one with sandbox_create\)$/u);
 
       assert.deepEqual(await call("sandbox_destroy", { sandboxId }), { text: `sandbox ${sandboxId} is destroyed`, isError: false });
       await assertNamespaceEmpty(engine, world.namespace);
@@ -163,6 +176,9 @@ engineTest("MCP server refuses calls past the ceiling, the sandbox count, the wo
         flood.text,
         /^stopped at the output limit \(exit code \d+\): its output passed the 131072 bytes the server keeps \(twice maxOutputBytes\); the rest was dropped and what still ran was killed\n--- stdout: \d+ bytes, TRUNCATED: the first 65536 shown/u,
       );
+      // A command the kernel's OOM killer ended is said to be one (busybox sort holds its input).
+      const hog = await call("sandbox_run", { sandboxId, command: ["/bin/sh", "-c", "head -c 300000000 /dev/zero | sort > /dev/null"] });
+      assert.match(hog.text, /^exit code 137: killed by the kernel's out-of-memory killer \(the sandbox's memory is 134217728 bytes\)\n/u);
       assert.equal((await call("sandbox_run", { sandboxId, command: ["/bin/echo", "still running"] })).text, "exit code 0\n--- stdout: 14 bytes\nstill running\n--- stderr: empty\n");
       assert.deepEqual(await call("sandbox_run", { sandboxId: "0".repeat(32), command: ["/bin/true"] }), {
         isError: true,

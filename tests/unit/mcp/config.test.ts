@@ -57,6 +57,10 @@ test("parseMcpServerConfig refuses each bound pushed past, naming the field", ()
   rejects({ ...valid, maxFileBytes: MAX_MCP_FILE_BYTES + 1 }, `Cannot configure the MCP server: mcp.maxFileBytes must be an integer from 1 to ${MAX_MCP_FILE_BYTES} bytes`);
   rejects({ ...valid, maxExportBytes: -1 }, `Cannot configure the MCP server: mcp.maxExportBytes must be an integer from 0 to ${Number.MAX_SAFE_INTEGER} bytes`);
   rejects({ ...valid, models: "all" }, "Cannot configure the MCP server: mcp.models is not a known field");
+  rejects(
+    { ...valid, user: 65534 },
+    'Cannot configure the MCP server: mcp.user must be an object { "uid": N, "gid": N } of an unprivileged user, e.g. { "uid": 65534, "gid": 65534 }',
+  );
 });
 
 test("loadMcpServerConfig names the file it cannot read or parse", async () => {
