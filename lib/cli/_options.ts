@@ -15,6 +15,7 @@ import { DOCKER_SANDBOX_PROFILES } from "../docker/profiles.ts";
 import type { DockerSandboxProfile } from "../docker/profiles.ts";
 import { unmetDaemonRequirements } from "../docker/admission/daemon.ts";
 import { DockerEngine } from "../engine/client.ts";
+import { DockerEngineError } from "../engine/errors.ts";
 import type { EngineInfo, EngineVersion } from "../engine/system.ts";
 import { connectFaultOf } from "../docker/_engine_errors.ts";
 import { SandboxConfigurationError, SandboxEngineError } from "../sandbox/errors.ts";
@@ -81,6 +82,10 @@ export async function withEndpoint<T>(values: { endpoint?: string }, work: (endp
   try {
     return await work(endpoint);
   } catch (error) {
+    // An endpoint that is no unix:// URL: the Engine client's own words, with where it came from.
+    if (error instanceof DockerEngineError && error.code === "invalid_endpoint") {
+      throw new SandboxConfigurationError(`${error.message.replace(/^Cannot use Engine endpoint: the endpoint/u, `Cannot use Engine endpoint ${endpoint} (${endpointSource(values)}): it`)}`, { cause: error });
+    }
     const fault = connectFaultOf(error);
     if (fault === undefined) throw error;
     const fix = fault.systemCode === "EACCES"

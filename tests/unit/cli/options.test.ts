@@ -108,3 +108,12 @@ test("agentcell takes --records, --spill and reclaim's directory relative to the
     await rm(directory, { recursive: true, force: true });
   }
 });
+
+test("agentcell doctor with an endpoint that is no unix:// URL names where it came from and the fix", { timeout: 120_000 }, async () => {
+  const result = await agentcell(["doctor", "--endpoint", "/tmp/none.sock"]);
+  assert.equal(result.code, 1);
+  assert.equal(
+    result.stderr,
+    'SandboxConfigurationError [configuration]: Cannot use Engine endpoint /tmp/none.sock (given by --endpoint): it must be unix:// followed by the absolute socket path ("/tmp/none.sock" is not): use "unix:///tmp/none.sock"\n',
+  );
+});
