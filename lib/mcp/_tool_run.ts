@@ -9,6 +9,7 @@ import { z } from "zod";
 // @ts-types="@modelcontextprotocol/sdk/server/mcp"
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { runOutputOf } from "../sandbox/run.ts";
+import { isUtf8 } from "../streams/utf8.ts";
 import type { SandboxExitReceipt } from "../sandbox/process.ts";
 import type { McpServerSettings } from "./config.ts";
 import type { McpSandboxes } from "./_sandboxes.ts";
@@ -26,16 +27,6 @@ const MAX_ARGUMENT_CHARACTERS = 65_536;
  * deadline when that is shorter.
  */
 const ANSWER_MARGIN_MS = 3000;
-
-/** Whether `bytes` is valid UTF-8 (a cut in the middle of the last character counts as valid). */
-export function isUtf8(bytes: Uint8Array): boolean {
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(bytes, { stream: true });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** `bytes` as text, cut after `limit` bytes, and a header that says what was cut. */
 function section(name: string, bytes: Uint8Array, limit: number): string {
@@ -96,6 +87,7 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
     annotations: { destructiveHint: true, openWorldHint: false },
   }, toolCall("sandbox_run", settings.toolTimeoutMs, log, async (args, call) => {
     const sandbox = sandboxes.get(args.sandboxId);
+    const { memoryBytes } = sandboxes.resourcesOf(args.sandboxId);
     const left = call.deadlineAt - Date.now() - Math.min(ANSWER_MARGIN_MS, Math.floor(call.timeoutMs / 2));
     const timeoutMs = Math.max(1, Math.min(args.timeoutMs ?? left, left));
     const [executable, ...rest] = args.command;
@@ -113,6 +105,6 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
       if (output === undefined || output.exit === undefined) throw error;
       ({ stdout, stderr, exit } = output);
     }
-    return `${exitLine(exit, timeoutMs, captured, sandboxes.resourcesOf(args.sandboxId).memoryBytes)}\n${section("stdout", stdout, limit)}${section("stderr", stderr, limit)}`;
+    return `${exitLine(exit, timeoutMs, captured, memoryBytes)}\n${section("stdout", stdout, limit)}${section("stderr", stderr, limit)}`;
   }));
 }

@@ -14,10 +14,10 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { exportToDirectory } from "../docker/files/export_to_directory.ts";
 import { SandboxConfigurationError, SandboxQuotaError, SandboxUnsupportedError } from "../sandbox/errors.ts";
 import { parseSandboxRelativePath } from "../sandbox/paths.ts";
+import { isUtf8 } from "../streams/utf8.ts";
 import { MAX_MCP_LIST_ENTRIES, type McpServerSettings } from "./config.ts";
 import type { McpSandboxes } from "./_sandboxes.ts";
 import { type McpLog, toolCall } from "./_tool_call.ts";
-import { isUtf8 } from "./_tool_run.ts";
 
 const sandboxId = z.string().max(64).describe("The sandbox's ID (from sandbox_create or sandbox_list)");
 const guestPath = z.string().max(4096).describe(

@@ -1,5 +1,5 @@
 /**
- * Measuring UTF-8 text without encoding it.
+ * Measuring UTF-8 text without encoding it, and telling whether bytes are UTF-8.
  *
  * @module
  */
@@ -30,4 +30,29 @@ export function utf8ByteLength(text: string): number {
     } else bytes += 3;
   }
   return bytes;
+}
+
+/**
+ * Whether `bytes` is well-formed UTF-8, where a character cut short at the very end counts
+ * as well-formed (the bytes may be the first part of a longer text).
+ *
+ * @param bytes The bytes to judge.
+ * @returns `false` when a decoder would replace any byte with U+FFFD before the end.
+ *
+ * @example
+ * ```ts
+ * import { isUtf8 } from "./utf8.ts";
+ *
+ * console.log(isUtf8(new TextEncoder().encode("é"))); // true
+ * console.log(isUtf8(new Uint8Array([0xff, 0x00]))); // false
+ * console.log(isUtf8(new Uint8Array([0xc3]))); // true: the start of "é", cut
+ * ```
+ */
+export function isUtf8(bytes: Uint8Array): boolean {
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(bytes, { stream: true });
+    return true;
+  } catch {
+    return false;
+  }
 }
