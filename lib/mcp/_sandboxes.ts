@@ -75,15 +75,11 @@ export class McpSandboxes {
   }
 
   /**
-   * Check the configuration's backend fields, ceiling and network, then reclaim every record
-   * of the records directory (a previous server's sandboxes): the records of a server that
-   * still runs are locked and stay.
-   *
-   * @throws {SandboxConfigurationError} / {SandboxUnsupportedError} naming the config file's field (`mcp.…`)
+   * Reclaim every record of the records directory (a previous server's sandboxes): the
+   * records of a server that still runs are locked and stay. Runs after {@linkcode admit},
+   * which checked the configuration's fields, ceiling and network.
    */
   async reclaim(): Promise<ReclaimReport> {
-    // The ceiling and the network are checked here, before anything runs: a reservation is inert.
-    admitMcpConfig(() => this.#backend().reserve({ policy: { resources: this.#settings.ceiling, network: this.#settings.network } }, { record: () => Promise.resolve() }));
     const store = await createFileRecoveryStore(this.#settings.recordsDirectory);
     const backend = this.#backend();
     return await reclaimRecords(store, () => backend);
@@ -120,28 +116,27 @@ export class McpSandboxes {
   }
 
   /**
-   * The sandbox `id`.
+   * The sandbox `id`, with the resources it was granted.
    *
    * @throws {SandboxConfigurationError} when no sandbox of this server has that ID
    */
-  get(id: string): DockerSandbox {
+  entry(id: string): McpSandboxEntry {
     const entry = this.#live.get(id);
     if (entry === undefined) {
       throw new SandboxConfigurationError(
         `Cannot find sandbox ${JSON.stringify(id)}: no sandbox of this server has that ID (it was destroyed, or never created); list them with sandbox_list`,
       );
     }
-    return entry.sandbox;
+    return entry;
   }
 
   /**
-   * The resources the sandbox `id` was granted.
+   * The sandbox `id`.
    *
    * @throws {SandboxConfigurationError} when no sandbox of this server has that ID
    */
-  resourcesOf(id: string): SandboxResources {
-    this.get(id);
-    return this.#live.get(id)!.resources;
+  get(id: string): DockerSandbox {
+    return this.entry(id).sandbox;
   }
 
   /** Destroy the sandbox `id` (its record goes too); it leaves the table once destroyed. */

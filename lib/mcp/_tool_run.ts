@@ -86,8 +86,7 @@ export function registerRunTool(server: McpServer, settings: McpServerSettings, 
     }),
     annotations: { destructiveHint: true, openWorldHint: false },
   }, toolCall("sandbox_run", settings.toolTimeoutMs, log, async (args, call) => {
-    const sandbox = sandboxes.get(args.sandboxId);
-    const { memoryBytes } = sandboxes.resourcesOf(args.sandboxId);
+    const { sandbox, resources: { memoryBytes } } = sandboxes.entry(args.sandboxId);
     const left = call.deadlineAt - Date.now() - Math.min(ANSWER_MARGIN_MS, Math.floor(call.timeoutMs / 2));
     const timeoutMs = Math.max(1, Math.min(args.timeoutMs ?? left, left));
     const [executable, ...rest] = args.command;
